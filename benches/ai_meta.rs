@@ -1,0 +1,2 @@
+//! `cargo bench --bench ai_meta`.
+fn main() {}

@@ -1,0 +1,1 @@
+//! aimeta-engine: an embedded ordered key-value store.

@@ -1,0 +1,1 @@
+//! The results format and the charts and tables made from it. Works from JSON alone.

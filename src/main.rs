@@ -1,0 +1,2 @@
+//! The `ai-meta` command.
+fn main() {}

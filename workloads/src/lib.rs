@@ -1,0 +1,1 @@
+//! Deterministic AI-metadata workloads and the runner that times them over the adapters.
