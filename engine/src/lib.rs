@@ -1,1 +1,61 @@
-//! aimeta-engine: an embedded ordered key-value store.
+//! aimeta-engine: an embedded ordered key-value store built for AI-metadata workloads
+//! (dataset shard manifests, KV-cache chain indexes).
+//!
+//! A copy-on-write B+tree of pages (4 KiB by default) grouped in blob frames (512 KiB)
+//! lives in one data file under a buffer pool whose unit of residency and of I/O is the
+//! page: a cache miss reads the pages it needs, never a whole frame, on every read path.
+//! Pages are prefix-compressed and inner pages carry per-child entry counts, so a count is
+//! two descents. Readers never wait: each sees one committed version.
+//!
+//! ```
+//! use aimeta_engine::{KeyItem, Tree, TreeConfig};
+//!
+//! # fn main() -> Result<(), aimeta_engine::Error> {
+//! let dir = tempfile::tempdir().expect("temp dir");
+//! let tree = Tree::open(TreeConfig::new(dir.path()).cache_bytes(64 << 20))?;
+//! tree.put(b"ds/laion/shard-00001/sample-00000001", b"offset=0")?;
+//! tree.put(b"ds/laion/shard-00001/sample-00000002", b"offset=24")?;
+//! tree.put(b"ds/laion/shard-00002/sample-00000001", b"offset=0")?;
+//! tree.put(b"kv/llama70b/0a1b2c3d", b"block 7")?;
+//!
+//! // A prefix scan with values, limited to 100 entries.
+//! let shard: Vec<_> = tree.range().prefix(b"ds/laion/shard-00001/").limit(100).iter().collect::<Result<_, _>>()?;
+//! assert_eq!(shard.len(), 2);
+//!
+//! // An S3-style listing: keys rolled up at '/'.
+//! let listing: Vec<_> = tree.scan_keys().prefix(b"ds/laion/").delimiter(b'/').iter().collect::<Result<_, _>>()?;
+//! assert_eq!(listing, vec![
+//!     KeyItem::CommonPrefix(b"ds/laion/shard-00001/".to_vec()),
+//!     KeyItem::CommonPrefix(b"ds/laion/shard-00002/".to_vec()),
+//! ]);
+//!
+//! // The longest stored key that is a prefix of a query.
+//! let hit = tree.longest_prefix_record(b"kv/llama70b/0a1b2c3d/99aa88bb")?;
+//! assert_eq!(hit, Some((b"kv/llama70b/0a1b2c3d".to_vec(), b"block 7".to_vec())));
+//!
+//! // Counts, compare-and-swap, checkpoints.
+//! assert_eq!(tree.count_prefix(b"ds/")?, 3);
+//! assert!(tree.compare_and_swap(b"kv/llama70b/0a1b2c3d", Some(b"block 7"), Some(b"block 8"))?.is_ok());
+//! tree.checkpoint()?;
+//! assert_eq!(tree.metrics().bm_scan_full_blob_reads, 0);
+//! # Ok(())
+//! # }
+//! ```
+
+#![deny(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod btree;
+mod error;
+pub mod frame;
+pub mod page;
+pub mod pool;
+pub mod storage;
+mod tree;
+
+pub use btree::{CheckReport, KeyItem, MAX_KEY_LEN, MAX_VALUE_LEN};
+pub use error::{Error, Result};
+pub use pool::{Metrics, ScanIo};
+pub use tree::{
+    CasConflict, Keys, KeysBuilder, Range, RangeBuilder, Snapshot, Tree, TreeConfig, WriteBatch,
+};

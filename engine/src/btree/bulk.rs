@@ -1,0 +1,293 @@
+//! Bulk load of sorted input into an empty tree: leaves are packed full and written in key
+//! order to adjacent pages at the end of the file (so a key range sits on adjacent pages
+//! and scans can read it with few, large requests), then the inner levels above them.
+//! Pages go straight to the file, bypassing the pool; the caller ends with a checkpoint.
+
+use super::split::shortest_separator;
+use super::{MAX_KEY_LEN, MAX_VALUE_LEN};
+use crate::error::{Error, Result};
+use crate::frame::Allocator;
+use crate::page::{
+    lcp, overflow_pages_for, overflow_payload_per_page, seal, InnerNode, LeafEntry, LeafNode,
+    PageHeader, PageId, PageKind, Value, HEADER_LEN, INNER_CELL_FIXED, INNER_FIXED,
+    LEAF_CELL_FIXED, LEAF_FIXED,
+};
+use crate::pool::BufferPool;
+
+/// The result of a bulk load.
+#[derive(Debug, Clone, Copy)]
+pub struct Loaded {
+    /// Root page, None when the input was empty.
+    pub root: Option<PageId>,
+    /// Tree height.
+    pub height: u32,
+    /// Entries loaded.
+    pub entries: u64,
+}
+
+/// Buffers adjacent page images and writes them in frame-sized requests.
+struct RunWriter<'a> {
+    pool: &'a BufferPool,
+    start: PageId,
+    buf: Vec<u8>,
+    limit: usize,
+}
+
+impl RunWriter<'_> {
+    fn push(&mut self, id: PageId, mut page: Vec<u8>) -> Result<()> {
+        seal(&mut page);
+        let ps = page.len();
+        let contiguous = self.start + (self.buf.len() / ps) as u64 == id;
+        if !self.buf.is_empty() && (!contiguous || self.buf.len() + ps > self.limit) {
+            self.flush()?;
+        }
+        if self.buf.is_empty() {
+            self.start = id;
+        }
+        self.buf.extend_from_slice(&page);
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        if !self.buf.is_empty() {
+            self.pool.write_run(self.start, &self.buf)?;
+            self.buf.clear();
+        }
+        Ok(())
+    }
+}
+
+/// A child reference collected while building a level.
+struct ChildRef {
+    sep: Vec<u8>,
+    id: PageId,
+    count: u64,
+}
+
+/// Loads `items` (strictly ascending keys) into an empty tree; commit `seq` writes it.
+pub fn bulk_load<I, K, V>(
+    pool: &BufferPool,
+    alloc: &mut Allocator,
+    seq: u64,
+    items: I,
+) -> Result<Loaded>
+where
+    I: IntoIterator<Item = (K, V)>,
+    K: AsRef<[u8]>,
+    V: AsRef<[u8]>,
+{
+    let ps = pool.geometry().page_bytes();
+    let mut w = RunWriter {
+        pool,
+        start: 0,
+        buf: Vec::new(),
+        limit: pool.geometry().frame_size as usize,
+    };
+    let mut level: Vec<ChildRef> = Vec::new();
+    let mut entries: Vec<LeafEntry> = Vec::new();
+    let mut prefix = 0usize;
+    let mut sum = 0usize;
+    let mut total = 0u64;
+    let mut prev_last: Option<Vec<u8>> = None;
+    let inline_max = (ps - LEAF_FIXED) / 4;
+
+    let flush_leaf = |entries: &mut Vec<LeafEntry>,
+                      w: &mut RunWriter<'_>,
+                      alloc: &mut Allocator,
+                      prev_last: &mut Option<Vec<u8>>,
+                      level: &mut Vec<ChildRef>|
+     -> Result<()> {
+        if entries.is_empty() {
+            return Ok(());
+        }
+        let id = alloc.alloc_at_end(1);
+        let mut page = vec![0u8; ps];
+        LeafNode::encode(entries, id, seq, &mut page);
+        w.push(id, page)?;
+        let first = &entries[0].key;
+        let sep = match prev_last {
+            Some(p) => shortest_separator(p, first),
+            None => Vec::new(),
+        };
+        level.push(ChildRef {
+            sep,
+            id,
+            count: entries.len() as u64,
+        });
+        *prev_last = entries.last().map(|e| e.key.clone());
+        entries.clear();
+        Ok(())
+    };
+
+    for (index, (k, v)) in items.into_iter().enumerate() {
+        let (k, v) = (k.as_ref(), v.as_ref());
+        if k.is_empty() {
+            return Err(Error::EmptyKey { max: MAX_KEY_LEN });
+        }
+        if k.len() > MAX_KEY_LEN {
+            return Err(Error::KeyTooLarge {
+                len: k.len(),
+                max: MAX_KEY_LEN,
+            });
+        }
+        if v.len() > MAX_VALUE_LEN {
+            return Err(Error::ValueTooLarge {
+                len: v.len(),
+                max: MAX_VALUE_LEN,
+            });
+        }
+        let last = entries
+            .last()
+            .map(|e| e.key.as_slice())
+            .or(prev_last.as_deref());
+        if last.is_some_and(|l| l >= k) {
+            return Err(Error::BulkLoadUnsorted {
+                index: index as u64,
+            });
+        }
+        let value = if 2 + LEAF_CELL_FIXED + k.len() + v.len() <= inline_max {
+            Value::Inline(v.to_vec())
+        } else {
+            w.flush()?;
+            write_overflow(pool, alloc, seq, v)?
+        };
+        let new_prefix = match entries.first() {
+            Some(f) => lcp(&f.key, k).min(prefix),
+            None => k.len(),
+        };
+        let n = entries.len() + 1;
+        let stored = 2 + LEAF_CELL_FIXED + value.stored_len();
+        let new_size = LEAF_FIXED + new_prefix + (sum + stored + k.len()) - n * new_prefix;
+        if !entries.is_empty() && new_size > ps {
+            flush_leaf(&mut entries, &mut w, alloc, &mut prev_last, &mut level)?;
+            prefix = k.len();
+            sum = stored + k.len();
+        } else {
+            prefix = new_prefix;
+            sum += stored + k.len();
+        }
+        entries.push(LeafEntry {
+            key: k.to_vec(),
+            value,
+        });
+        total += 1;
+    }
+    flush_leaf(&mut entries, &mut w, alloc, &mut prev_last, &mut level)?;
+    if level.is_empty() {
+        w.flush()?;
+        return Ok(Loaded {
+            root: None,
+            height: 0,
+            entries: 0,
+        });
+    }
+    let mut height = 1;
+    while level.len() > 1 {
+        level = build_inner_level(level, &mut w, alloc, seq, ps)?;
+        height += 1;
+    }
+    w.flush()?;
+    pool.ensure_len(alloc.page_count())?;
+    Ok(Loaded {
+        root: Some(level[0].id),
+        height,
+        entries: total,
+    })
+}
+
+/// Packs a level of child references into full inner pages.
+fn build_inner_level(
+    children: Vec<ChildRef>,
+    w: &mut RunWriter<'_>,
+    alloc: &mut Allocator,
+    seq: u64,
+    ps: usize,
+) -> Result<Vec<ChildRef>> {
+    let mut out = Vec::new();
+    let mut node = InnerNode::default();
+    let mut node_sep: Vec<u8> = Vec::new();
+    let mut prefix = 0usize;
+    let mut sum = 0usize;
+    let mut emit = |node: &mut InnerNode,
+                    node_sep: &mut Vec<u8>,
+                    w: &mut RunWriter<'_>,
+                    out: &mut Vec<ChildRef>|
+     -> Result<()> {
+        let id = alloc.alloc_at_end(1);
+        let mut page = vec![0u8; ps];
+        node.encode(id, seq, &mut page);
+        w.push(id, page)?;
+        out.push(ChildRef {
+            sep: std::mem::take(node_sep),
+            id,
+            count: node.total(),
+        });
+        *node = InnerNode::default();
+        Ok(())
+    };
+    for c in children {
+        if node.is_empty() {
+            node_sep = c.sep;
+            node.seps.push(Vec::new());
+            node.children.push(c.id);
+            node.counts.push(c.count);
+            prefix = usize::MAX;
+            sum = 2 + INNER_CELL_FIXED;
+            continue;
+        }
+        let new_prefix = if node.len() == 1 {
+            c.sep.len()
+        } else {
+            lcp(&node.seps[1], &c.sep).min(prefix)
+        };
+        let n_seps = node.len();
+        let new_sum = sum + 2 + INNER_CELL_FIXED + c.sep.len();
+        let new_size = INNER_FIXED + new_prefix + new_sum - n_seps * new_prefix;
+        if new_size > ps {
+            emit(&mut node, &mut node_sep, w, &mut out)?;
+            node_sep = c.sep;
+            node.seps.push(Vec::new());
+            node.children.push(c.id);
+            node.counts.push(c.count);
+            prefix = usize::MAX;
+            sum = 2 + INNER_CELL_FIXED;
+        } else {
+            prefix = new_prefix;
+            sum = new_sum;
+            node.seps.push(c.sep);
+            node.children.push(c.id);
+            node.counts.push(c.count);
+        }
+    }
+    if !node.is_empty() {
+        emit(&mut node, &mut node_sep, w, &mut out)?;
+    }
+    Ok(out)
+}
+
+/// Writes a large value to a run of overflow pages at the end of the file.
+fn write_overflow(pool: &BufferPool, alloc: &mut Allocator, seq: u64, v: &[u8]) -> Result<Value> {
+    let ps = pool.geometry().page_bytes();
+    let n = overflow_pages_for(v.len(), ps);
+    let first = alloc.alloc_at_end(n as u64);
+    let per = overflow_payload_per_page(ps);
+    let mut buf = vec![0u8; n * ps];
+    for (j, page) in buf.chunks_exact_mut(ps).enumerate() {
+        PageHeader {
+            kind: PageKind::Overflow,
+            count: 0,
+            id: first + j as u64,
+            txn: seq,
+            aux: v.len() as u64,
+        }
+        .write(page);
+        let slice = &v[(j * per).min(v.len())..((j + 1) * per).min(v.len())];
+        page[HEADER_LEN..HEADER_LEN + slice.len()].copy_from_slice(slice);
+        seal(page);
+    }
+    pool.write_run(first, &buf)?;
+    Ok(Value::Overflow {
+        first,
+        len: v.len() as u32,
+    })
+}

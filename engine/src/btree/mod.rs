@@ -1,0 +1,27 @@
+//! The copy-on-write B+tree over the buffer pool: read paths (point gets, counts, the
+//! cursor behind scans, listings and longest-prefix lookups), the write transaction that
+//! copies changed pages, the bulk loader and the integrity check.
+
+mod bulk;
+mod check;
+mod cursor;
+mod keys;
+mod lpm;
+mod read;
+mod split;
+mod version;
+mod write;
+
+pub use bulk::{bulk_load, Loaded as BulkLoaded};
+pub use check::{check_tree, CheckReport};
+pub use cursor::{Cursor, Direction, ScanBounds};
+pub use keys::{prefix_successor, KeyItem, ListState};
+pub use lpm::longest_prefix;
+pub use read::{count_range, get_value, read_value};
+pub use version::Version;
+pub use write::{Committed, Mutation, WriteTxn};
+
+/// Longest key accepted.
+pub const MAX_KEY_LEN: usize = 1024;
+/// Largest value accepted (stored through overflow pages beyond the inline limit).
+pub const MAX_VALUE_LEN: usize = 64 * 1024 * 1024;

@@ -1,0 +1,173 @@
+//! Point reads and counts: one descent each, no cursor.
+
+use std::ops::Bound;
+use std::sync::Arc;
+
+use super::Version;
+use crate::error::Result;
+use crate::page::{
+    overflow_pages_for, overflow_payload_per_page, PageError, PageHeader, PageId, PageKind,
+    ValueCell,
+};
+use crate::pool::{Access, BufferPool, Page};
+
+/// Fetches child `idx` of inner page `parent`, checking that it has the kind its level
+/// requires (`level` is the child's level, 0 for leaves).
+#[inline]
+pub(crate) fn child(
+    pool: &BufferPool,
+    parent: &Page,
+    idx: usize,
+    level: u32,
+    access: Access,
+) -> Result<Arc<Page>> {
+    let id = parent.inner().child(idx);
+    let page = pool.get(id, access)?;
+    expect_kind(pool, &page, level)?;
+    Ok(page)
+}
+
+/// Checks that `page` is a leaf at level 0 and an inner page above.
+#[inline]
+pub(crate) fn expect_kind(pool: &BufferPool, page: &Page, level: u32) -> Result<()> {
+    let want = if level == 0 {
+        PageKind::Leaf
+    } else {
+        PageKind::Inner
+    };
+    if page.kind() != want {
+        return Err(PageError::UnexpectedKind {
+            file: pool.path().to_path_buf(),
+            page: page.id(),
+            expected: want.name(),
+            found: page.kind() as u8,
+        }
+        .into());
+    }
+    Ok(())
+}
+
+/// Descends to the leaf whose range holds `key`.
+#[inline]
+fn leaf_for(
+    pool: &BufferPool,
+    v: &Version,
+    key: &[u8],
+    access: Access,
+) -> Result<Option<Arc<Page>>> {
+    let Some(root) = &v.root else {
+        return Ok(None);
+    };
+    if v.height == 1 {
+        return Ok(Some(root.clone()));
+    }
+    let mut page = child(pool, root, root.inner().search(key), v.height - 2, access)?;
+    for level in (0..v.height.saturating_sub(2)).rev() {
+        let idx = page.inner().search(key);
+        page = child(pool, &page, idx, level, access)?;
+    }
+    Ok(Some(page))
+}
+
+/// Calls `f` with the value stored under `key`, if any; large values are read from their
+/// overflow pages into a temporary buffer.
+pub fn get_value<R>(
+    pool: &BufferPool,
+    v: &Version,
+    key: &[u8],
+    f: impl FnOnce(&[u8]) -> R,
+) -> Result<Option<R>> {
+    let Some(leaf) = leaf_for(pool, v, key, Access::Point)? else {
+        return Ok(None);
+    };
+    let view = leaf.leaf();
+    match view.search(key) {
+        Ok(i) => match view.value(i) {
+            ValueCell::Inline(bytes) => Ok(Some(f(bytes))),
+            cell @ ValueCell::Overflow { .. } => {
+                let mut buf = Vec::new();
+                read_value(pool, cell, &mut buf)?;
+                Ok(Some(f(&buf)))
+            }
+        },
+        Err(_) => Ok(None),
+    }
+}
+
+/// Appends a value cell's bytes to `out`, reading overflow pages when needed.
+pub fn read_value(pool: &BufferPool, cell: ValueCell<'_>, out: &mut Vec<u8>) -> Result<()> {
+    match cell {
+        ValueCell::Inline(bytes) => out.extend_from_slice(bytes),
+        ValueCell::Overflow { first, len } => {
+            let ps = pool.geometry().page_bytes();
+            let n = overflow_pages_for(len as usize, ps);
+            let run = pool.read_run(first, n, PageKind::Overflow)?;
+            let per = overflow_payload_per_page(ps);
+            let mut left = len as usize;
+            for chunk in run.chunks_exact(ps) {
+                let take = left.min(per);
+                let h = PageHeader::read(chunk);
+                if h.map(|h| h.aux) != Some(u64::from(len)) {
+                    return Err(PageError::Malformed {
+                        file: pool.path().to_path_buf(),
+                        page: h.map_or(first, |h| h.id),
+                        reason: format!("overflow page does not belong to a value of {len} bytes"),
+                    }
+                    .into());
+                }
+                out.extend_from_slice(
+                    &chunk[crate::page::HEADER_LEN..crate::page::HEADER_LEN + take],
+                );
+                left -= take;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Number of keys below `key` (or at most `key` when `inclusive`): one descent that adds
+/// the entry counts of the children left of the path.
+fn rank(pool: &BufferPool, v: &Version, key: &[u8], inclusive: bool) -> Result<u64> {
+    let Some(root) = &v.root else {
+        return Ok(0);
+    };
+    let mut rank = 0u64;
+    let mut page: Arc<Page> = root.clone();
+    for level in (0..v.height - 1).rev() {
+        let inner = page.inner();
+        let idx = inner.search(key);
+        rank += (0..idx).map(|j| inner.count(j)).sum::<u64>();
+        page = child(pool, &page, idx, level, Access::Point)?;
+    }
+    let leaf = page.leaf();
+    rank += match leaf.search(key) {
+        Ok(i) => i as u64 + u64::from(inclusive),
+        Err(i) => i as u64,
+    };
+    Ok(rank)
+}
+
+/// Entries within the bounds: two descents, whatever the size of the range.
+pub fn count_range(
+    pool: &BufferPool,
+    v: &Version,
+    lo: Bound<&[u8]>,
+    hi: Bound<&[u8]>,
+) -> Result<u64> {
+    let below_lo = match lo {
+        Bound::Unbounded => 0,
+        Bound::Included(k) => rank(pool, v, k, false)?,
+        Bound::Excluded(k) => rank(pool, v, k, true)?,
+    };
+    let upto_hi = match hi {
+        Bound::Unbounded => v.entries,
+        Bound::Included(k) => rank(pool, v, k, true)?,
+        Bound::Excluded(k) => rank(pool, v, k, false)?,
+    };
+    Ok(upto_hi.saturating_sub(below_lo))
+}
+
+/// The page holding the first byte of an overflow run, for the integrity check.
+pub(crate) fn overflow_run(len: u32, first: PageId, page_size: usize) -> (PageId, u64) {
+    (first, overflow_pages_for(len as usize, page_size) as u64)
+}

@@ -1,0 +1,268 @@
+//! The page allocator: free extents, file growth by whole frames, and frees that wait.
+//!
+//! A page freed by commit F (its last version was visible to snapshots before F) may be
+//! reused only when (1) no live snapshot is older than F, and (2) no checkpoint that
+//! recovery could start from references it: the newest durable checkpoint D was taken
+//! before the page was created (D < created) or after it was freed (D >= F). Pages that
+//! never reached a checkpoint are therefore recycled as soon as readers move on, while
+//! pages of the durable tree wait for the next checkpoint (shadow paging).
+
+use std::collections::{BTreeMap, VecDeque};
+
+use super::Geometry;
+use crate::page::PageId;
+
+/// Pages 0 and 1 hold the two superblock copies.
+pub const FIRST_DATA_PAGE: PageId = 2;
+
+#[derive(Debug, Clone, Copy)]
+struct Pending {
+    first: PageId,
+    len: u64,
+    created: u64,
+    freed: u64,
+}
+
+/// Free space of the data file.
+#[derive(Debug, Clone)]
+pub struct Allocator {
+    geo: Geometry,
+    free: BTreeMap<PageId, u64>,
+    free_pages: u64,
+    page_count: u64,
+    pending: VecDeque<Pending>,
+    awaiting_checkpoint: Vec<Pending>,
+}
+
+impl Allocator {
+    /// An allocator for a file of `page_count` pages whose free extents are `free`.
+    pub fn new(
+        geo: Geometry,
+        page_count: u64,
+        free: impl IntoIterator<Item = (PageId, u64)>,
+    ) -> Self {
+        let mut a = Allocator {
+            geo,
+            free: BTreeMap::new(),
+            free_pages: 0,
+            page_count: page_count.max(geo.pages_per_frame()),
+            pending: VecDeque::new(),
+            awaiting_checkpoint: Vec::new(),
+        };
+        if page_count == 0 {
+            a.release(FIRST_DATA_PAGE, geo.pages_per_frame() - FIRST_DATA_PAGE);
+        }
+        for (first, len) in free {
+            a.release(first, len);
+        }
+        a
+    }
+
+    /// Pages in the file, a whole number of frames.
+    pub fn page_count(&self) -> u64 {
+        self.page_count
+    }
+
+    /// Pages free for reuse now.
+    pub fn free_pages(&self) -> u64 {
+        self.free_pages
+    }
+
+    /// Pages freed but still waiting for readers or a checkpoint.
+    pub fn pending_pages(&self) -> u64 {
+        self.pending
+            .iter()
+            .chain(&self.awaiting_checkpoint)
+            .map(|p| p.len)
+            .sum()
+    }
+
+    /// Allocates `n` contiguous pages, reusing free space first (lowest address that fits)
+    /// and growing the file by whole frames otherwise.
+    pub fn alloc(&mut self, n: u64) -> PageId {
+        let found = self
+            .free
+            .iter()
+            .find(|(_, &len)| len >= n)
+            .map(|(&s, &l)| (s, l));
+        if let Some((start, len)) = found {
+            self.free.remove(&start);
+            if len > n {
+                self.free.insert(start + n, len - n);
+            }
+            self.free_pages -= n;
+            return start;
+        }
+        self.alloc_at_end(n)
+    }
+
+    /// Allocates `n` contiguous pages at the end of the file, so that consecutive calls
+    /// return adjacent pages (bulk load lays leaves out this way). Space left at the end
+    /// of the last frame is used first.
+    pub fn alloc_at_end(&mut self, n: u64) -> PageId {
+        // A free extent that reaches the end of the file can be extended in place.
+        let tail = self
+            .free
+            .iter()
+            .next_back()
+            .filter(|(&s, &l)| s + l == self.page_count)
+            .map(|(&s, &l)| (s, l));
+        let start = match tail {
+            Some((s, l)) => {
+                self.free.remove(&s);
+                self.free_pages -= l;
+                s
+            }
+            None => self.page_count,
+        };
+        let end = start + n;
+        let ppf = self.geo.pages_per_frame();
+        let new_count = end.div_ceil(ppf) * ppf;
+        let old_count = self.page_count;
+        self.page_count = new_count.max(old_count);
+        if self.page_count > end {
+            self.release(end, self.page_count - end);
+        }
+        start
+    }
+
+    /// Returns pages to the free space at once (they are referenced by nothing).
+    pub fn release(&mut self, first: PageId, len: u64) {
+        if len == 0 {
+            return;
+        }
+        let mut start = first;
+        let mut end = first + len;
+        if let Some((&s, &l)) = self.free.range(..first).next_back() {
+            if s + l == first {
+                self.free.remove(&s);
+                start = s;
+            }
+        }
+        if let Some(&l) = self.free.get(&end) {
+            self.free.remove(&end);
+            end += l;
+        }
+        self.free.insert(start, end - start);
+        self.free_pages += len;
+    }
+
+    /// Frees pages created by commit `created` and last visible before commit `freed`,
+    /// to be reused once [`Allocator::reclaim`] finds both conditions met.
+    pub fn defer(&mut self, first: PageId, len: u64, created: u64, freed: u64) {
+        self.pending.push_back(Pending {
+            first,
+            len,
+            created,
+            freed,
+        });
+    }
+
+    /// Moves pending frees that no snapshot and no recoverable checkpoint can reach into
+    /// the free space; returns them so the buffer pool can drop their stale images.
+    pub fn reclaim(&mut self, oldest_snapshot: u64, durable_seq: u64) -> Vec<(PageId, u64)> {
+        let mut out = Vec::new();
+        let mut i = 0;
+        while i < self.awaiting_checkpoint.len() {
+            let p = self.awaiting_checkpoint[i];
+            if durable_seq >= p.freed {
+                self.awaiting_checkpoint.swap_remove(i);
+                out.push((p.first, p.len));
+            } else {
+                i += 1;
+            }
+        }
+        while let Some(p) = self.pending.front().copied() {
+            if oldest_snapshot < p.freed {
+                break;
+            }
+            self.pending.pop_front();
+            if durable_seq >= p.freed || durable_seq < p.created {
+                out.push((p.first, p.len));
+            } else {
+                self.awaiting_checkpoint.push(p);
+            }
+        }
+        for &(first, len) in &out {
+            self.release(first, len);
+        }
+        out
+    }
+
+    /// Every extent free with respect to the tree as of now (free space and all pending
+    /// frees), for the checkpoint's free list.
+    pub fn extents_for_checkpoint(&self) -> Vec<(PageId, u64)> {
+        let mut all: Vec<(PageId, u64)> = self.free.iter().map(|(&s, &l)| (s, l)).collect();
+        all.extend(
+            self.pending
+                .iter()
+                .chain(&self.awaiting_checkpoint)
+                .map(|p| (p.first, p.len)),
+        );
+        all.sort_unstable();
+        let mut merged: Vec<(PageId, u64)> = Vec::with_capacity(all.len());
+        for (s, l) in all {
+            match merged.last_mut() {
+                Some((ms, ml)) if *ms + *ml == s => *ml += l,
+                _ => merged.push((s, l)),
+            }
+        }
+        merged
+    }
+
+    /// True when page `id` is free now (for integrity checks).
+    pub fn is_free(&self, id: PageId) -> bool {
+        self.free
+            .range(..=id)
+            .next_back()
+            .is_some_and(|(&s, &l)| id < s + l)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn geo() -> Geometry {
+        Geometry::new(4096, 8 * 4096).expect("geometry")
+    }
+
+    #[test]
+    fn a_new_file_allocates_after_the_superblocks_and_grows_by_frames() {
+        let mut a = Allocator::new(geo(), 0, []);
+        assert_eq!(a.page_count(), 8);
+        assert_eq!(a.alloc(1), 2);
+        assert_eq!(a.alloc(5), 3);
+        assert_eq!(a.alloc(2), 8);
+        assert_eq!(a.page_count(), 16);
+        assert_eq!(a.free_pages(), 6);
+        a.release(3, 5);
+        assert_eq!(a.alloc(1), 3);
+    }
+
+    #[test]
+    fn alloc_at_end_is_contiguous() {
+        let mut a = Allocator::new(geo(), 0, []);
+        let first = a.alloc_at_end(3);
+        let second = a.alloc_at_end(10);
+        assert_eq!(first, 2);
+        assert_eq!(second, 5);
+        assert_eq!(a.page_count(), 16);
+    }
+
+    #[test]
+    fn deferred_frees_wait_for_readers_and_checkpoints() {
+        let mut a = Allocator::new(geo(), 0, []);
+        let p = a.alloc(1);
+        let q = a.alloc(1);
+        // p was created after the last checkpoint (0): only readers hold it back.
+        a.defer(p, 1, 5, 7);
+        // q is part of durable checkpoint 3: it must wait for a checkpoint at or after 7.
+        a.defer(q, 1, 2, 7);
+        assert!(a.reclaim(6, 3).is_empty());
+        assert_eq!(a.reclaim(7, 3), vec![(p, 1)]);
+        assert!(a.reclaim(9, 6).is_empty());
+        assert_eq!(a.reclaim(9, 7), vec![(q, 1)]);
+        assert!(a.is_free(p) && a.is_free(q));
+    }
+}

@@ -1,0 +1,322 @@
+//! Inner pages: separator keys, child page numbers and per-child entry counts.
+//!
+//! | offset   | size | field                                                        |
+//! |----------|------|--------------------------------------------------------------|
+//! | 0        | 32   | common header (count = number of children n >= 1)           |
+//! | 32       | 2    | prefix length P shared by separators 1..n                    |
+//! | 34       | 2    | reserved, 0                                                  |
+//! | 36       | P    | the prefix                                                   |
+//! | 36+P     | 2n   | slot array: page offset of each cell, in key order           |
+//! | ...      |      | cells, packed towards the end of the page                    |
+//!
+//! A cell is `suffix_len u16 | child u64 | entry count u64 | suffix`. Child `i` holds the
+//! keys `k` with `sep_i <= k < sep_{i+1}`; cell 0 has no separator (its lower bound is the
+//! node's own). The per-child entry counts let `count(range)` add whole subtrees instead of
+//! walking their entries, and let readahead know exactly how many leaves a scan still needs.
+
+use std::cmp::Ordering;
+use std::mem::size_of;
+
+use super::header::{lcp, read_u16, read_u64, write_u16, write_u64, COUNT_AT};
+use super::{PageHeader, PageId, PageKind, HEADER_LEN};
+
+const PREFIX_LEN_AT: usize = HEADER_LEN;
+/// Offset of the prefix bytes; everything before it is fixed.
+pub const INNER_FIXED: usize = PREFIX_LEN_AT + 2 * size_of::<u16>();
+/// Bytes of a cell before its suffix.
+pub const INNER_CELL_FIXED: usize = size_of::<u16>() + 2 * size_of::<u64>();
+const SLOT: usize = size_of::<u16>();
+const CHILD_AT: usize = size_of::<u16>();
+const COUNT_IN_CELL_AT: usize = CHILD_AT + size_of::<u64>();
+
+/// A read-only view of a validated inner page.
+#[derive(Debug, Clone, Copy)]
+pub struct InnerView<'a> {
+    buf: &'a [u8],
+    n: usize,
+    plen: usize,
+}
+
+impl<'a> InnerView<'a> {
+    /// Views a validated inner page.
+    #[inline]
+    pub fn new(buf: &'a [u8]) -> Self {
+        InnerView {
+            buf,
+            n: read_u16(buf, COUNT_AT) as usize,
+            plen: read_u16(buf, PREFIX_LEN_AT) as usize,
+        }
+    }
+
+    /// Number of children.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.n
+    }
+
+    /// True when the node has no child (never for a valid page).
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.n == 0
+    }
+
+    /// Prefix shared by separators 1..n.
+    #[inline]
+    pub fn prefix(&self) -> &'a [u8] {
+        &self.buf[INNER_FIXED..INNER_FIXED + self.plen]
+    }
+
+    #[inline]
+    fn cell(&self, i: usize) -> usize {
+        read_u16(self.buf, INNER_FIXED + self.plen + SLOT * i) as usize
+    }
+
+    /// Page number of child `i`.
+    #[inline]
+    pub fn child(&self, i: usize) -> PageId {
+        read_u64(self.buf, self.cell(i) + CHILD_AT)
+    }
+
+    /// Entries under child `i`.
+    #[inline]
+    pub fn count(&self, i: usize) -> u64 {
+        read_u64(self.buf, self.cell(i) + COUNT_IN_CELL_AT)
+    }
+
+    /// Sum of the entries under every child.
+    pub fn total(&self) -> u64 {
+        (0..self.n).map(|i| self.count(i)).sum()
+    }
+
+    /// Separator `i` (1..n) without the prefix.
+    #[inline]
+    pub fn sep_suffix(&self, i: usize) -> &'a [u8] {
+        let c = self.cell(i);
+        let sl = read_u16(self.buf, c) as usize;
+        &self.buf[c + INNER_CELL_FIXED..c + INNER_CELL_FIXED + sl]
+    }
+
+    /// Writes separator `i` (1..n) into `out`.
+    pub fn sep_into(&self, i: usize, out: &mut Vec<u8>) {
+        out.clear();
+        out.extend_from_slice(self.prefix());
+        out.extend_from_slice(self.sep_suffix(i));
+    }
+
+    /// Compares separator `i` (1..n) with `q`.
+    #[inline]
+    pub fn cmp_sep(&self, i: usize, q: &[u8]) -> Ordering {
+        let p = self.prefix();
+        let m = p.len().min(q.len());
+        match p[..m].cmp(&q[..m]) {
+            Ordering::Equal if q.len() < p.len() => Ordering::Greater,
+            Ordering::Equal => self.sep_suffix(i).cmp(&q[p.len()..]),
+            other => other,
+        }
+    }
+
+    /// The child whose key range holds `q`: the last `i` with `sep_i <= q`, or 0.
+    #[inline]
+    pub fn search(&self, q: &[u8]) -> usize {
+        if self.n <= 1 {
+            return 0;
+        }
+        let p = self.prefix();
+        let m = p.len().min(q.len());
+        match q[..m].cmp(&p[..m]) {
+            Ordering::Less => return 0,
+            Ordering::Greater => return self.n - 1,
+            Ordering::Equal if q.len() < p.len() => return 0,
+            Ordering::Equal => {}
+        }
+        let qs = &q[p.len()..];
+        let (mut lo, mut hi) = (1usize, self.n);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if self.sep_suffix(mid) <= qs {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo - 1
+    }
+
+    /// Checks that every slot and cell lies inside the page. Called once per page load.
+    pub fn validate(buf: &[u8]) -> Result<(), String> {
+        let len = buf.len();
+        let n = read_u16(buf, COUNT_AT) as usize;
+        let plen = read_u16(buf, PREFIX_LEN_AT) as usize;
+        if n == 0 {
+            return Err("inner page with no child".into());
+        }
+        let slots_end = INNER_FIXED + plen + SLOT * n;
+        if slots_end > len {
+            return Err(format!(
+                "inner header claims {n} children and a {plen}-byte prefix, more than the page holds"
+            ));
+        }
+        for i in 0..n {
+            let c = read_u16(buf, INNER_FIXED + plen + SLOT * i) as usize;
+            if c < slots_end || c + INNER_CELL_FIXED > len {
+                return Err(format!("inner slot {i} points outside the cell area ({c})"));
+            }
+            let sl = read_u16(buf, c) as usize;
+            if c + INNER_CELL_FIXED + sl > len {
+                return Err(format!("inner cell {i} runs past the end of the page"));
+            }
+            if read_u64(buf, c + CHILD_AT) < 2 {
+                return Err(format!(
+                    "inner cell {i} points at reserved page {}",
+                    read_u64(buf, c + CHILD_AT)
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Points child `i` of a private copy of the page at `child` holding `count` entries.
+    pub fn patch_child(buf: &mut [u8], i: usize, child: PageId, count: u64) {
+        let c = InnerView::new(buf).cell(i);
+        write_u64(buf, c + CHILD_AT, child);
+        write_u64(buf, c + COUNT_IN_CELL_AT, count);
+    }
+}
+
+/// An inner node decoded for modification by a writer.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct InnerNode {
+    /// Separator of each child; `seps[0]` is unused and kept empty.
+    pub seps: Vec<Vec<u8>>,
+    /// Child page numbers.
+    pub children: Vec<PageId>,
+    /// Entries under each child.
+    pub counts: Vec<u64>,
+}
+
+impl InnerNode {
+    /// Decodes a validated inner page.
+    pub fn decode(view: &InnerView<'_>) -> Self {
+        let n = view.len();
+        let mut node = InnerNode {
+            seps: Vec::with_capacity(n),
+            children: Vec::with_capacity(n),
+            counts: Vec::with_capacity(n),
+        };
+        for i in 0..n {
+            let mut sep = Vec::new();
+            if i > 0 {
+                view.sep_into(i, &mut sep);
+            }
+            node.seps.push(sep);
+            node.children.push(view.child(i));
+            node.counts.push(view.count(i));
+        }
+        node
+    }
+
+    /// Number of children.
+    pub fn len(&self) -> usize {
+        self.children.len()
+    }
+
+    /// True when the node has no child.
+    pub fn is_empty(&self) -> bool {
+        self.children.is_empty()
+    }
+
+    /// Entries under the whole node.
+    pub fn total(&self) -> u64 {
+        self.counts.iter().sum()
+    }
+
+    /// Prefix length shared by separators 1..n of `seps`.
+    pub fn prefix_len(seps: &[Vec<u8>]) -> usize {
+        match seps.len() {
+            0 | 1 => 0,
+            2 => seps[1].len().min(u16::MAX as usize),
+            n => lcp(&seps[1], &seps[n - 1]).min(u16::MAX as usize),
+        }
+    }
+
+    /// Bytes child `i` takes (slot and cell) under a prefix of `plen` bytes.
+    pub fn child_size(sep: &[u8], i: usize, plen: usize) -> usize {
+        let suffix = if i == 0 { 0 } else { sep.len() - plen };
+        SLOT + INNER_CELL_FIXED + suffix
+    }
+
+    /// Bytes the node takes when encoded as one page.
+    pub fn encoded_len(&self) -> usize {
+        let plen = Self::prefix_len(&self.seps);
+        INNER_FIXED
+            + plen
+            + self
+                .seps
+                .iter()
+                .enumerate()
+                .map(|(i, s)| Self::child_size(s, i, plen))
+                .sum::<usize>()
+    }
+
+    /// Encodes the node as inner page `id` written by commit `txn` into `out` (one page).
+    /// The caller has checked that it fits. Does not seal.
+    pub fn encode(&self, id: PageId, txn: u64, out: &mut [u8]) {
+        out.fill(0);
+        let plen = Self::prefix_len(&self.seps);
+        PageHeader {
+            kind: PageKind::Inner,
+            count: self.children.len() as u16,
+            id,
+            txn,
+            aux: 0,
+        }
+        .write(out);
+        write_u16(out, PREFIX_LEN_AT, plen as u16);
+        if self.seps.len() > 1 {
+            out[INNER_FIXED..INNER_FIXED + plen].copy_from_slice(&self.seps[1][..plen]);
+        }
+        let mut end = out.len();
+        for i in 0..self.children.len() {
+            let suffix: &[u8] = if i == 0 { &[] } else { &self.seps[i][plen..] };
+            end -= INNER_CELL_FIXED + suffix.len();
+            write_u16(out, INNER_FIXED + plen + SLOT * i, end as u16);
+            write_u16(out, end, suffix.len() as u16);
+            write_u64(out, end + CHILD_AT, self.children[i]);
+            write_u64(out, end + COUNT_IN_CELL_AT, self.counts[i]);
+            let body = end + INNER_CELL_FIXED;
+            out[body..body + suffix.len()].copy_from_slice(suffix);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn search_routes_keys_to_children_and_round_trips() {
+        let node = InnerNode {
+            seps: vec![vec![], b"kv/b".to_vec(), b"kv/d".to_vec(), b"kv/f".to_vec()],
+            children: vec![10, 11, 12, 13],
+            counts: vec![5, 6, 7, 8],
+        };
+        let mut page = vec![0u8; 4096];
+        node.encode(3, 1, &mut page);
+        InnerView::validate(&page).expect("valid");
+        let v = InnerView::new(&page);
+        assert_eq!(v.prefix(), b"kv/");
+        assert_eq!(v.search(b"a"), 0);
+        assert_eq!(v.search(b"kv/a"), 0);
+        assert_eq!(v.search(b"kv/b"), 1);
+        assert_eq!(v.search(b"kv/c"), 1);
+        assert_eq!(v.search(b"kv/d"), 2);
+        assert_eq!(v.search(b"kv/zz"), 3);
+        assert_eq!(v.search(b"kv"), 0);
+        assert_eq!(v.search(b"z"), 3);
+        assert_eq!(v.total(), 26);
+        assert_eq!(InnerNode::decode(&v), node);
+        InnerView::patch_child(&mut page, 2, 99, 1);
+        let v = InnerView::new(&page);
+        assert_eq!((v.child(2), v.count(2)), (99, 1));
+    }
+}

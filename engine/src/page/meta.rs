@@ -1,0 +1,217 @@
+//! The superblock: two copies, in pages 0 and 1, written alternately at checkpoints.
+//! On open the valid copy with the higher checkpoint sequence wins, so a torn superblock
+//! write falls back to the previous checkpoint, whose pages are still intact.
+//!
+//! | offset | size | field                                             |
+//! |--------|------|---------------------------------------------------|
+//! | 0      | 4    | crc32c of bytes 4..128                            |
+//! | 4      | 8    | magic `AIMETAKV`                                  |
+//! | 12     | 4    | format version                                    |
+//! | 16     | 4    | page size in bytes                                |
+//! | 20     | 4    | frame size in bytes                               |
+//! | 24     | 8    | checkpoint sequence (the commit it captured)      |
+//! | 32     | 8    | root page (0: empty tree)                         |
+//! | 40     | 4    | tree height (0: empty tree)                       |
+//! | 44     | 4    | reserved, 0                                       |
+//! | 48     | 8    | entry count                                       |
+//! | 56     | 8    | file length in pages (a whole number of frames)   |
+//! | 64     | 8    | first free-list page (0: none)                    |
+//! | 72     | 8    | free-list pages                                   |
+//! | 80     | 8    | free pages recorded in the free list              |
+//! | 88     | 8    | log position to replay from                       |
+//! | 96     | 8    | checkpoint generation (+1 at every checkpoint)    |
+//! | 104    | 24   | reserved, 0                                       |
+
+use std::mem::size_of;
+
+use super::header::{read_u32, read_u64, write_u32, write_u64};
+use super::PageId;
+
+/// The magic number at offset 4.
+pub const MAGIC: [u8; 8] = *b"AIMETAKV";
+/// The format version this build writes and the newest it reads.
+pub const FORMAT_VERSION: u32 = 1;
+
+const CHECKSUM_AT: usize = 0;
+const MAGIC_AT: usize = CHECKSUM_AT + size_of::<u32>();
+const VERSION_AT: usize = MAGIC_AT + MAGIC.len();
+const PAGE_SIZE_AT: usize = VERSION_AT + size_of::<u32>();
+const FRAME_SIZE_AT: usize = PAGE_SIZE_AT + size_of::<u32>();
+const SEQ_AT: usize = FRAME_SIZE_AT + size_of::<u32>();
+const ROOT_AT: usize = SEQ_AT + size_of::<u64>();
+const HEIGHT_AT: usize = ROOT_AT + size_of::<u64>();
+const ENTRIES_AT: usize = HEIGHT_AT + 2 * size_of::<u32>();
+const PAGE_COUNT_AT: usize = ENTRIES_AT + size_of::<u64>();
+const FREELIST_AT: usize = PAGE_COUNT_AT + size_of::<u64>();
+const FREELIST_PAGES_AT: usize = FREELIST_AT + size_of::<u64>();
+const FREE_PAGES_AT: usize = FREELIST_PAGES_AT + size_of::<u64>();
+const LOG_START_AT: usize = FREE_PAGES_AT + size_of::<u64>();
+/// Bytes of a superblock copy covered by its checksum.
+pub const META_LEN: usize = 128;
+const GENERATION_AT: usize = LOG_START_AT + size_of::<u64>();
+const _: () = assert!(GENERATION_AT + size_of::<u64>() <= META_LEN);
+
+/// One decoded superblock copy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Superblock {
+    /// Format version that wrote it.
+    pub version: u32,
+    /// Page size in bytes.
+    pub page_size: u32,
+    /// Frame size in bytes.
+    pub frame_size: u32,
+    /// Checkpoint sequence: the last commit included.
+    pub seq: u64,
+    /// Root page, 0 for an empty tree.
+    pub root: PageId,
+    /// Height, 0 for an empty tree, 1 for a single leaf.
+    pub height: u32,
+    /// Entries in the tree.
+    pub entries: u64,
+    /// File length in pages.
+    pub page_count: u64,
+    /// First free-list page, 0 when there is none.
+    pub freelist: PageId,
+    /// Number of free-list pages.
+    pub freelist_pages: u64,
+    /// Free pages the free list records.
+    pub free_pages: u64,
+    /// Log position recovery replays from.
+    pub log_start: u64,
+    /// Checkpoint generation: the copy with the higher one is the newer.
+    pub generation: u64,
+}
+
+/// Why a superblock copy was rejected.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MetaReject {
+    /// Not this engine's file.
+    BadMagic([u8; 8]),
+    /// The checksum does not match (a torn or damaged copy).
+    Checksum {
+        /// Stored checksum.
+        stored: u32,
+        /// Computed checksum.
+        computed: u32,
+    },
+    /// Written by a newer format version.
+    TooNew(u32),
+}
+
+impl std::fmt::Display for MetaReject {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            MetaReject::BadMagic(m) => write!(f, "bad magic {m:02x?}"),
+            MetaReject::Checksum { stored, computed } => {
+                write!(
+                    f,
+                    "checksum {stored:#010x} stored, {computed:#010x} computed"
+                )
+            }
+            MetaReject::TooNew(v) => write!(f, "format version {v}"),
+        }
+    }
+}
+
+impl Superblock {
+    /// Encodes the copy into the first `META_LEN` bytes of `out`, checksum included.
+    pub fn encode(&self, out: &mut [u8]) {
+        out[..META_LEN].fill(0);
+        out[MAGIC_AT..MAGIC_AT + MAGIC.len()].copy_from_slice(&MAGIC);
+        write_u32(out, VERSION_AT, self.version);
+        write_u32(out, PAGE_SIZE_AT, self.page_size);
+        write_u32(out, FRAME_SIZE_AT, self.frame_size);
+        write_u64(out, SEQ_AT, self.seq);
+        write_u64(out, ROOT_AT, self.root);
+        write_u32(out, HEIGHT_AT, self.height);
+        write_u64(out, ENTRIES_AT, self.entries);
+        write_u64(out, PAGE_COUNT_AT, self.page_count);
+        write_u64(out, FREELIST_AT, self.freelist);
+        write_u64(out, FREELIST_PAGES_AT, self.freelist_pages);
+        write_u64(out, FREE_PAGES_AT, self.free_pages);
+        write_u64(out, LOG_START_AT, self.log_start);
+        write_u64(out, GENERATION_AT, self.generation);
+        let sum = crc32c::crc32c(&out[MAGIC_AT..META_LEN]);
+        write_u32(out, CHECKSUM_AT, sum);
+    }
+
+    /// Decodes a copy, checking magic, checksum and version (in that order, so that a
+    /// foreign file is reported as foreign rather than as corrupt).
+    pub fn decode(buf: &[u8]) -> Result<Self, MetaReject> {
+        let mut magic = [0u8; 8];
+        magic.copy_from_slice(&buf[MAGIC_AT..MAGIC_AT + MAGIC.len()]);
+        if magic != MAGIC {
+            return Err(MetaReject::BadMagic(magic));
+        }
+        let stored = read_u32(buf, CHECKSUM_AT);
+        let computed = crc32c::crc32c(&buf[MAGIC_AT..META_LEN]);
+        if stored != computed {
+            return Err(MetaReject::Checksum { stored, computed });
+        }
+        let version = read_u32(buf, VERSION_AT);
+        if version > FORMAT_VERSION {
+            return Err(MetaReject::TooNew(version));
+        }
+        Ok(Superblock {
+            version,
+            page_size: read_u32(buf, PAGE_SIZE_AT),
+            frame_size: read_u32(buf, FRAME_SIZE_AT),
+            seq: read_u64(buf, SEQ_AT),
+            root: read_u64(buf, ROOT_AT),
+            height: read_u32(buf, HEIGHT_AT),
+            entries: read_u64(buf, ENTRIES_AT),
+            page_count: read_u64(buf, PAGE_COUNT_AT),
+            freelist: read_u64(buf, FREELIST_AT),
+            freelist_pages: read_u64(buf, FREELIST_PAGES_AT),
+            free_pages: read_u64(buf, FREE_PAGES_AT),
+            log_start: read_u64(buf, LOG_START_AT),
+            generation: read_u64(buf, GENERATION_AT),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip_and_rejections() {
+        let sb = Superblock {
+            version: FORMAT_VERSION,
+            page_size: 4096,
+            frame_size: 512 * 1024,
+            seq: 3,
+            root: 9,
+            height: 2,
+            entries: 100,
+            page_count: 256,
+            freelist: 0,
+            freelist_pages: 0,
+            free_pages: 0,
+            log_start: 0,
+            generation: 4,
+        };
+        let mut buf = vec![0u8; 4096];
+        sb.encode(&mut buf);
+        assert_eq!(Superblock::decode(&buf), Ok(sb));
+        buf[40] ^= 1;
+        assert!(matches!(
+            Superblock::decode(&buf),
+            Err(MetaReject::Checksum { .. })
+        ));
+        let newer = Superblock {
+            version: FORMAT_VERSION + 1,
+            ..sb
+        };
+        newer.encode(&mut buf);
+        assert_eq!(
+            Superblock::decode(&buf),
+            Err(MetaReject::TooNew(FORMAT_VERSION + 1))
+        );
+        buf[4] = b'X';
+        assert!(matches!(
+            Superblock::decode(&buf),
+            Err(MetaReject::BadMagic(_))
+        ));
+    }
+}

@@ -1,0 +1,24 @@
+//! On-disk page formats: the common header with its checksum, the superblock, leaf,
+//! inner, overflow and free-list pages. Layouts are documented beside their offsets and
+//! in docs/format.md.
+
+mod error;
+mod freelist;
+mod header;
+mod inner;
+mod leaf;
+mod meta;
+mod overflow;
+
+pub use error::PageError;
+pub use freelist::{
+    decode_freelist_page, encode_freelist_pages, freelist_pages_needed, FREELIST_EXTENT_LEN,
+};
+pub use header::{
+    lcp, read_u16, read_u32, read_u64, seal, verify, write_u16, write_u32, write_u64, PageHeader,
+    PageId, PageKind, HEADER_LEN,
+};
+pub use inner::{InnerNode, InnerView, INNER_CELL_FIXED, INNER_FIXED};
+pub use leaf::{LeafEntry, LeafNode, LeafView, Value, ValueCell, LEAF_CELL_FIXED, LEAF_FIXED};
+pub use meta::{MetaReject, Superblock, FORMAT_VERSION, MAGIC, META_LEN};
+pub use overflow::{overflow_pages_for, overflow_payload_per_page};

@@ -1,0 +1,431 @@
+//! The buffer pool proper: lookups, misses, readahead, whole-frame reads (reproduction
+//! mode only), installation of pages written by commits, write-back and eviction.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use super::evict::{Evictor, Verdict};
+use super::metrics::{Counter, Counters};
+use super::table::{PageTable, MAX_PAGES};
+use super::Page;
+use crate::error::{Error, Result};
+use crate::frame::Geometry;
+use crate::page::{seal, verify, InnerView, LeafView, PageError, PageHeader, PageId, PageKind};
+use crate::storage::Storage;
+
+/// How scans and longest-prefix lookups read pages that miss the pool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ScanIo {
+    /// Read only the missing page (plus bounded readahead on sequential scans).
+    #[default]
+    Paged,
+    /// Reproduction mode for the peer engine's bug: every miss on the scan and
+    /// longest-prefix path reads the page's whole frame and caches all of it.
+    FullFrame,
+}
+
+/// Which read path asks for a page: point lookups never use whole-frame reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// A point get, a count, a write's descent.
+    Point,
+    /// A range scan, key listing or longest-prefix lookup.
+    Walk,
+}
+
+/// Sizes and modes of a pool.
+#[derive(Debug, Clone, Copy)]
+pub struct PoolConfig {
+    /// Pages the pool may hold.
+    pub capacity_pages: usize,
+    /// Read mode of the walker path.
+    pub scan_io: ScanIo,
+}
+
+/// Pages resident in memory under a budget.
+pub struct BufferPool {
+    storage: Arc<dyn Storage>,
+    geo: Geometry,
+    table: PageTable,
+    evictor: Mutex<Evictor>,
+    dirty: Mutex<HashMap<PageId, Arc<Page>>>,
+    counters: Counters,
+    scan_io: ScanIo,
+    next_gen: AtomicU64,
+    writeback_failed: Mutex<Option<String>>,
+}
+
+impl std::fmt::Debug for BufferPool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BufferPool")
+            .field("geo", &self.geo)
+            .field("scan_io", &self.scan_io)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Locks a mutex, ignoring poisoning: the data under these locks stays consistent at
+/// every await-free step, so a panic elsewhere leaves nothing half-done.
+pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl BufferPool {
+    /// A pool over `storage`.
+    pub fn new(storage: Arc<dyn Storage>, geo: Geometry, cfg: PoolConfig) -> Self {
+        BufferPool {
+            storage,
+            geo,
+            table: PageTable::new(),
+            evictor: Mutex::new(Evictor::new(cfg.capacity_pages)),
+            dirty: Mutex::new(HashMap::new()),
+            counters: Counters::new(),
+            scan_io: cfg.scan_io,
+            next_gen: AtomicU64::new(1),
+            writeback_failed: Mutex::new(None),
+        }
+    }
+
+    /// Page and frame sizes.
+    pub fn geometry(&self) -> Geometry {
+        self.geo
+    }
+
+    /// The file under the pool.
+    pub fn storage(&self) -> &Arc<dyn Storage> {
+        &self.storage
+    }
+
+    /// The data file's path, for error messages.
+    pub fn path(&self) -> &Path {
+        self.storage.path()
+    }
+
+    /// The I/O counters.
+    pub fn counters(&self) -> &Counters {
+        &self.counters
+    }
+
+    /// The walker path's read mode.
+    pub fn scan_io(&self) -> ScanIo {
+        self.scan_io
+    }
+
+    /// (resident pages, capacity in pages).
+    pub fn occupancy(&self) -> (usize, usize) {
+        let ev = lock(&self.evictor);
+        (ev.resident, ev.capacity())
+    }
+
+    /// Returns page `id`, reading it on a miss. Walks in full-frame mode read its frame.
+    #[inline]
+    pub fn get(&self, id: PageId, access: Access) -> Result<Arc<Page>> {
+        if let Some(p) = self.table.get(id) {
+            p.touch();
+            self.counters.add(Counter::PageHits, 1);
+            return Ok(p);
+        }
+        self.counters.add(Counter::PageMisses, 1);
+        if access == Access::Walk && self.scan_io == ScanIo::FullFrame {
+            return self.read_frame(id);
+        }
+        self.read_page(id)
+    }
+
+    /// The resident image of `id`, without reading or counting.
+    #[inline]
+    pub fn peek(&self, id: PageId) -> Option<Arc<Page>> {
+        self.table.get(id)
+    }
+
+    /// True when `id` is resident.
+    #[inline]
+    pub fn is_resident(&self, id: PageId) -> bool {
+        self.table.contains(id)
+    }
+
+    fn check_id(&self, id: PageId) -> Result<()> {
+        if id < 2 || id >= MAX_PAGES {
+            return Err(PageError::Malformed {
+                file: self.path().to_path_buf(),
+                page: id,
+                reason: "reference to a page number outside the data area".into(),
+            }
+            .into());
+        }
+        Ok(())
+    }
+
+    fn gen(&self) -> u64 {
+        self.next_gen.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Verifies a page image read from disk and wraps it.
+    fn load_image(&self, id: PageId, buf: Box<[u8]>) -> Result<Page> {
+        let h = verify(&buf, id, self.path())?;
+        let structure = match h.kind {
+            PageKind::Leaf => LeafView::validate(&buf),
+            PageKind::Inner => InnerView::validate(&buf),
+            _ => Ok(()),
+        };
+        if let Err(reason) = structure {
+            return Err(PageError::Malformed {
+                file: self.path().to_path_buf(),
+                page: id,
+                reason,
+            }
+            .into());
+        }
+        Ok(Page::new(id, h.kind, h.txn, self.gen(), buf, false))
+    }
+
+    fn read_page(&self, id: PageId) -> Result<Arc<Page>> {
+        self.check_id(id)?;
+        let ps = self.geo.page_bytes();
+        let mut buf = vec![0u8; ps].into_boxed_slice();
+        self.storage.read_at(&mut buf, self.geo.offset(id))?;
+        self.counters.add(Counter::BytesRead, ps as u64);
+        self.counters.add(Counter::PagesRead, 1);
+        let page = self.load_image(id, buf)?;
+        Ok(self.admit(page).0)
+    }
+
+    /// The reproduction of the peer engine's bug: read the whole frame holding `id` and
+    /// cache every tree page in it.
+    fn read_frame(&self, id: PageId) -> Result<Arc<Page>> {
+        self.check_id(id)?;
+        let frame = self.geo.frame_of(id);
+        let start = self.geo.frame_start(frame);
+        let ps = self.geo.page_bytes();
+        let mut buf = vec![0u8; self.geo.frame_size as usize];
+        self.storage.read_at(&mut buf, self.geo.offset(start))?;
+        self.counters.add(Counter::FullFrameReads, 1);
+        self.counters.add(Counter::BytesRead, buf.len() as u64);
+        self.counters
+            .add(Counter::PagesRead, self.geo.pages_per_frame());
+        let mut wanted = None;
+        for (j, chunk) in buf.chunks_exact(ps).enumerate() {
+            let pid = start + j as u64;
+            if pid < 2 {
+                continue;
+            }
+            if pid == id {
+                let page = self.load_image(pid, chunk.into())?;
+                wanted = Some(self.admit(page).0);
+            } else if !self.table.contains(pid) {
+                if let Ok(page) = self.load_image(pid, chunk.into()) {
+                    if matches!(page.kind(), PageKind::Leaf | PageKind::Inner) {
+                        self.admit(page);
+                    }
+                }
+            }
+        }
+        match wanted {
+            Some(p) => Ok(p),
+            None => self.read_page(id),
+        }
+    }
+
+    /// Reads `n` adjacent pages from `first` in one request and caches those not yet
+    /// resident; returns how many were added. Pages that fail verification are left out,
+    /// so the error surfaces when (and if) the scan reaches them.
+    pub fn readahead(&self, first: PageId, n: usize) -> Result<usize> {
+        if n == 0 {
+            return Ok(0);
+        }
+        self.check_id(first)?;
+        let ps = self.geo.page_bytes();
+        let mut buf = vec![0u8; n * ps];
+        self.storage.read_at(&mut buf, self.geo.offset(first))?;
+        self.counters.add(Counter::BytesRead, buf.len() as u64);
+        self.counters.add(Counter::PagesRead, n as u64);
+        let mut added = 0;
+        for (j, chunk) in buf.chunks_exact(ps).enumerate() {
+            let pid = first + j as u64;
+            if self.table.contains(pid) {
+                continue;
+            }
+            if let Ok(page) = self.load_image(pid, chunk.into()) {
+                if self.admit(page).1 {
+                    added += 1;
+                }
+            }
+        }
+        self.counters.add(Counter::ReadaheadPages, added as u64);
+        Ok(added)
+    }
+
+    /// Makes `page` resident unless another thread was first; evicts to stay in budget.
+    fn admit(&self, page: Page) -> (Arc<Page>, bool) {
+        let (winner, inserted) = self.table.insert_if_absent(Arc::new(page));
+        if inserted {
+            let mut ev = lock(&self.evictor);
+            ev.resident += 1;
+            ev.admit(&winner);
+            self.evict_locked(&mut ev);
+        }
+        (winner, inserted)
+    }
+
+    /// Publishes a page image built by a commit (checksummed here) as a dirty page.
+    pub fn install(&self, mut buf: Vec<u8>) -> Result<Arc<Page>> {
+        seal(&mut buf);
+        let h = PageHeader::read(&buf).ok_or_else(|| Error::Integrity {
+            reason: "a commit built a page with an unknown kind".into(),
+        })?;
+        self.check_id(h.id)?;
+        let page = Arc::new(Page::new(
+            h.id,
+            h.kind,
+            h.txn,
+            self.gen(),
+            buf.into_boxed_slice(),
+            true,
+        ));
+        lock(&self.dirty).insert(h.id, page.clone());
+        let mut ev = lock(&self.evictor);
+        match self.table.replace(page.clone()) {
+            None => {
+                ev.resident += 1;
+                ev.admit(&page);
+            }
+            Some(_) => ev.requeue_replacement(&page),
+        }
+        self.evict_locked(&mut ev);
+        Ok(page)
+    }
+
+    /// Pins or unpins a page so that eviction skips it (the root is pinned).
+    pub fn set_pinned(&self, page: &Page, pinned: bool) {
+        page.pinned.store(pinned, Ordering::Relaxed);
+    }
+
+    /// Drops the image of a freed page (reclaimed, about to be reused).
+    pub fn discard(&self, id: PageId) {
+        let mut ev = lock(&self.evictor);
+        if self.table.remove(id).is_some() {
+            ev.resident -= 1;
+        }
+        drop(ev);
+        lock(&self.dirty).remove(&id);
+    }
+
+    fn write_back(&self, page: &Page) -> Result<()> {
+        self.storage
+            .write_at(page.bytes(), self.geo.offset(page.id()))?;
+        self.counters.add(Counter::PagesWritten, 1);
+        self.counters
+            .add(Counter::BytesWritten, page.bytes().len() as u64);
+        page.dirty.store(false, Ordering::Release);
+        let mut dirty = lock(&self.dirty);
+        if dirty.get(&page.id()).is_some_and(|p| p.gen() == page.gen()) {
+            dirty.remove(&page.id());
+        }
+        Ok(())
+    }
+
+    fn evict_locked(&self, ev: &mut Evictor) {
+        let mut guard = ev.queued() * 8 + 16;
+        while ev.over_budget() && guard > 0 {
+            guard -= 1;
+            let Some((id, gen, from_small)) = ev.next_candidate() else {
+                break;
+            };
+            let Some(page) = self.table.get(id) else {
+                continue;
+            };
+            if page.gen() != gen {
+                continue;
+            }
+            let Verdict::Evict { from_small } = ev.judge(&page, from_small) else {
+                continue;
+            };
+            if page.is_dirty() {
+                if let Err(e) = self.write_back(&page) {
+                    // Keep the page: the next checkpoint reports the failure.
+                    *lock(&self.writeback_failed) = Some(e.to_string());
+                    ev.keep_after_failure(&page);
+                    break;
+                }
+                self.counters.add(Counter::DirtyWritebacks, 1);
+            }
+            if self.table.remove_if(id, gen) {
+                ev.resident -= 1;
+                self.counters.add(Counter::Evictions, 1);
+                if from_small {
+                    ev.remember(id);
+                }
+            }
+        }
+    }
+
+    /// Writes every dirty page to its place in the file (not synced); returns how many.
+    pub fn flush_dirty(&self) -> Result<u64> {
+        if let Some(msg) = lock(&self.writeback_failed).take() {
+            return Err(Error::Integrity {
+                reason: format!("an earlier write-back of an evicted page failed: {msg}"),
+            });
+        }
+        let mut pages: Vec<Arc<Page>> = lock(&self.dirty).values().cloned().collect();
+        pages.sort_by_key(|p| p.id());
+        let mut n = 0;
+        for p in &pages {
+            if p.is_dirty() {
+                self.write_back(p)?;
+                n += 1;
+            }
+        }
+        Ok(n)
+    }
+
+    /// Number of dirty pages.
+    pub fn dirty_pages(&self) -> usize {
+        lock(&self.dirty).len()
+    }
+
+    /// Writes sealed page images laid out contiguously from `first`, bypassing the cache.
+    pub fn write_run(&self, first: PageId, bytes: &[u8]) -> Result<()> {
+        self.check_id(first)?;
+        self.storage.write_at(bytes, self.geo.offset(first))?;
+        let ps = self.geo.page_bytes();
+        self.counters
+            .add(Counter::PagesWritten, (bytes.len() / ps) as u64);
+        self.counters.add(Counter::BytesWritten, bytes.len() as u64);
+        Ok(())
+    }
+
+    /// Reads and verifies `n` contiguous pages of `kind` from `first`, bypassing the cache.
+    pub fn read_run(&self, first: PageId, n: usize, kind: PageKind) -> Result<Vec<u8>> {
+        self.check_id(first)?;
+        let ps = self.geo.page_bytes();
+        let mut buf = vec![0u8; n * ps];
+        self.storage.read_at(&mut buf, self.geo.offset(first))?;
+        self.counters.add(Counter::BytesRead, buf.len() as u64);
+        self.counters.add(Counter::PagesRead, n as u64);
+        for (j, chunk) in buf.chunks_exact(ps).enumerate() {
+            let pid = first + j as u64;
+            let h = verify(chunk, pid, self.path())?;
+            if h.kind != kind {
+                return Err(PageError::UnexpectedKind {
+                    file: self.path().to_path_buf(),
+                    page: pid,
+                    expected: kind.name(),
+                    found: h.kind as u8,
+                }
+                .into());
+            }
+        }
+        Ok(buf)
+    }
+
+    /// Grows the file to hold `page_count` pages.
+    pub fn ensure_len(&self, page_count: u64) -> Result<()> {
+        let want = self.geo.offset(page_count);
+        if self.storage.len()? < want {
+            self.storage.set_len(want)?;
+        }
+        Ok(())
+    }
+}

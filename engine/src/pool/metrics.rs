@@ -1,0 +1,146 @@
+//! I/O counters, striped across cache lines so that reader threads do not contend on one
+//! counter, and the `Metrics` snapshot that `Tree::metrics()` returns.
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+/// What the pool counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(usize)]
+pub enum Counter {
+    /// Page accesses served from the pool.
+    PageHits,
+    /// Page accesses that had to read the page.
+    PageMisses,
+    /// Whole-frame reads (only in `ScanIo::FullFrame`).
+    FullFrameReads,
+    /// Bytes read from the data file.
+    BytesRead,
+    /// Pages read from the data file (misses, readahead and whole frames).
+    PagesRead,
+    /// Pages dropped from the pool to stay within budget.
+    Evictions,
+    /// Pages fetched by readahead before being asked for.
+    ReadaheadPages,
+    /// Pages written to the data file.
+    PagesWritten,
+    /// Bytes written to the data file.
+    BytesWritten,
+    /// Dirty pages written because eviction chose them.
+    DirtyWritebacks,
+}
+
+const N: usize = 10;
+const STRIPES: usize = 16;
+
+#[repr(align(128))]
+struct Stripe([AtomicU64; N]);
+
+/// Striped counters.
+pub struct Counters {
+    stripes: Box<[Stripe]>,
+}
+
+impl std::fmt::Debug for Counters {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Counters").finish_non_exhaustive()
+    }
+}
+
+static NEXT_STRIPE: AtomicUsize = AtomicUsize::new(0);
+thread_local! {
+    static STRIPE: usize = NEXT_STRIPE.fetch_add(1, Ordering::Relaxed) % STRIPES;
+}
+
+impl Counters {
+    /// All zero.
+    pub fn new() -> Self {
+        Counters {
+            stripes: (0..STRIPES)
+                .map(|_| Stripe(std::array::from_fn(|_| AtomicU64::new(0))))
+                .collect(),
+        }
+    }
+
+    /// Adds `n` to counter `c`.
+    #[inline]
+    pub fn add(&self, c: Counter, n: u64) {
+        let s = STRIPE.with(|s| *s);
+        self.stripes[s].0[c as usize].fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// The current total of counter `c`.
+    pub fn get(&self, c: Counter) -> u64 {
+        self.stripes
+            .iter()
+            .map(|s| s.0[c as usize].load(Ordering::Relaxed))
+            .sum()
+    }
+}
+
+impl Default for Counters {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// A snapshot of the engine's counters and sizes. Counters only grow; subtract two
+/// snapshots to measure an operation.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Metrics {
+    /// Page accesses served from the buffer pool.
+    pub bm_read_page_hits: u64,
+    /// Page accesses that had to read from the file.
+    pub bm_read_page_misses: u64,
+    /// Whole-frame reads; nonzero only in `ScanIo::FullFrame` mode.
+    pub bm_scan_full_blob_reads: u64,
+    /// Bytes read from the data file.
+    pub bm_bytes_read: u64,
+    /// Pages read from the data file, readahead and whole frames included.
+    pub bm_pages_read: u64,
+    /// Pages evicted to stay within the budget.
+    pub bm_evictions: u64,
+    /// Pages fetched by scan readahead.
+    pub bm_readahead_pages: u64,
+    /// Pages written to the data file.
+    pub bm_pages_written: u64,
+    /// Bytes written to the data file.
+    pub bm_bytes_written: u64,
+    /// Dirty pages written early because eviction chose them.
+    pub bm_dirty_writebacks: u64,
+    /// Pages resident in the pool now.
+    pub resident_pages: u64,
+    /// Pool capacity in pages.
+    pub capacity_pages: u64,
+    /// Entries in the tree (latest commit).
+    pub entries: u64,
+    /// Tree height (latest commit); 0 when empty.
+    pub height: u32,
+    /// Pages in the data file.
+    pub file_pages: u64,
+    /// Pages free for reuse.
+    pub free_pages: u64,
+    /// Latest commit sequence.
+    pub commit_seq: u64,
+    /// Sequence of the latest durable checkpoint.
+    pub checkpoint_seq: u64,
+}
+
+impl Metrics {
+    /// Counter differences `self - earlier` (sizes are taken from `self`).
+    pub fn since(&self, earlier: &Metrics) -> Metrics {
+        Metrics {
+            bm_read_page_hits: self.bm_read_page_hits - earlier.bm_read_page_hits,
+            bm_read_page_misses: self.bm_read_page_misses - earlier.bm_read_page_misses,
+            bm_scan_full_blob_reads: self.bm_scan_full_blob_reads - earlier.bm_scan_full_blob_reads,
+            bm_bytes_read: self.bm_bytes_read - earlier.bm_bytes_read,
+            bm_pages_read: self.bm_pages_read - earlier.bm_pages_read,
+            bm_evictions: self.bm_evictions - earlier.bm_evictions,
+            bm_readahead_pages: self.bm_readahead_pages - earlier.bm_readahead_pages,
+            bm_pages_written: self.bm_pages_written - earlier.bm_pages_written,
+            bm_bytes_written: self.bm_bytes_written - earlier.bm_bytes_written,
+            bm_dirty_writebacks: self.bm_dirty_writebacks - earlier.bm_dirty_writebacks,
+            ..*self
+        }
+    }
+}

@@ -1,0 +1,109 @@
+//! A page image resident in the pool. Published images are immutable: writers build new
+//! pages (copy-on-write) and readers share the old ones, so reads take no latch.
+
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+
+use crate::page::{InnerView, LeafView, PageId, PageKind};
+
+/// Access frequency cap for leaves and other pages.
+const LEAF_FREQ_CAP: u8 = 3;
+/// Inner pages saturate higher, so eviction keeps them in preference to leaves.
+const INNER_FREQ_CAP: u8 = 7;
+
+/// One resident page.
+#[derive(Debug)]
+pub struct Page {
+    id: PageId,
+    kind: PageKind,
+    txn: u64,
+    gen: u64,
+    buf: Box<[u8]>,
+    pub(crate) freq: AtomicU8,
+    pub(crate) dirty: AtomicBool,
+    pub(crate) pinned: AtomicBool,
+}
+
+impl Page {
+    /// Wraps a verified page image.
+    pub(crate) fn new(
+        id: PageId,
+        kind: PageKind,
+        txn: u64,
+        gen: u64,
+        buf: Box<[u8]>,
+        dirty: bool,
+    ) -> Self {
+        Page {
+            id,
+            kind,
+            txn,
+            gen,
+            buf,
+            freq: AtomicU8::new(0),
+            dirty: AtomicBool::new(dirty),
+            pinned: AtomicBool::new(false),
+        }
+    }
+
+    /// The page number.
+    #[inline]
+    pub fn id(&self) -> PageId {
+        self.id
+    }
+
+    /// What the page holds.
+    #[inline]
+    pub fn kind(&self) -> PageKind {
+        self.kind
+    }
+
+    /// The commit that created this page image.
+    #[inline]
+    pub fn txn(&self) -> u64 {
+        self.txn
+    }
+
+    /// Insertion generation, unique per image, to tell stale queue entries apart.
+    #[inline]
+    pub(crate) fn gen(&self) -> u64 {
+        self.gen
+    }
+
+    /// The page bytes.
+    #[inline]
+    pub fn bytes(&self) -> &[u8] {
+        &self.buf
+    }
+
+    /// A leaf view (the caller has checked the kind).
+    #[inline]
+    pub fn leaf(&self) -> LeafView<'_> {
+        LeafView::new(&self.buf)
+    }
+
+    /// An inner view (the caller has checked the kind).
+    #[inline]
+    pub fn inner(&self) -> InnerView<'_> {
+        InnerView::new(&self.buf)
+    }
+
+    /// Records an access for eviction, without writing when already saturated.
+    #[inline]
+    pub(crate) fn touch(&self) {
+        let cap = if self.kind == PageKind::Inner {
+            INNER_FREQ_CAP
+        } else {
+            LEAF_FREQ_CAP
+        };
+        let f = self.freq.load(Ordering::Relaxed);
+        if f < cap {
+            self.freq.store(f + 1, Ordering::Relaxed);
+        }
+    }
+
+    /// True when the image has not been written to its place in the file yet.
+    #[inline]
+    pub fn is_dirty(&self) -> bool {
+        self.dirty.load(Ordering::Acquire)
+    }
+}

@@ -1,0 +1,26 @@
+//! The storage layer: a byte-addressed file under the buffer pool (and, later, the log).
+
+mod error;
+mod file;
+
+pub use error::StorageError;
+pub use file::FileStorage;
+
+use std::path::Path;
+
+/// A random-access file. The buffer pool reads and writes pages through it, so tests can
+/// put a fault-injecting implementation underneath.
+pub trait Storage: Send + Sync + std::fmt::Debug + 'static {
+    /// Fills `buf` from `offset`; reading past the end is a [`StorageError::ShortRead`].
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> Result<(), StorageError>;
+    /// Writes all of `buf` at `offset`, growing the file if needed.
+    fn write_at(&self, buf: &[u8], offset: u64) -> Result<(), StorageError>;
+    /// Makes every completed write durable (fdatasync).
+    fn sync(&self) -> Result<(), StorageError>;
+    /// Current length in bytes.
+    fn len(&self) -> Result<u64, StorageError>;
+    /// Grows or shrinks the file to `len` bytes.
+    fn set_len(&self, len: u64) -> Result<(), StorageError>;
+    /// The path the file lives at, for error messages.
+    fn path(&self) -> &Path;
+}

@@ -1,0 +1,530 @@
+//! `Tree`: the shared handle. One writer at a time (a mutex), any number of readers that
+//! never wait: each read takes the current version (an atomic pointer load) and walks
+//! immutable pages. Commits copy the pages they change, publish a new version, and free
+//! replaced pages once no snapshot and no recoverable checkpoint can reach them.
+
+use std::collections::VecDeque;
+use std::ops::{Bound, RangeBounds};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+
+use arc_swap::ArcSwap;
+
+use super::batch::WriteBatch;
+use super::config::TreeConfig;
+use super::keys::KeysBuilder;
+use super::open::{open, write_superblock};
+use super::range::RangeBuilder;
+use super::snapshot::Snapshot;
+use crate::btree::{self, CheckReport, Mutation, Version, WriteTxn, MAX_KEY_LEN, MAX_VALUE_LEN};
+use crate::error::{Error, Result};
+use crate::frame::Allocator;
+use crate::page::{
+    encode_freelist_pages, freelist_pages_needed, seal, PageId, Superblock, FORMAT_VERSION,
+};
+use crate::pool::{lock_pub as lock, Access, BufferPool, Counter, Metrics};
+
+/// A compare-and-swap found another value than the one expected.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CasConflict {
+    /// The value stored now (None: the key is absent).
+    pub current: Option<Vec<u8>>,
+}
+
+/// State only the writer touches.
+pub(crate) struct Writer {
+    pub alloc: Allocator,
+    pub seq: u64,
+    pub durable_seq: u64,
+    pub generation: u64,
+    pub next_slot: u8,
+    pub freelist_pages: Vec<PageId>,
+}
+
+/// Everything a `Tree` handle shares.
+pub(crate) struct Shared {
+    pub dir: PathBuf,
+    pub pool: Arc<BufferPool>,
+    pub current: ArcSwap<Version>,
+    pub writer: Mutex<Writer>,
+    live: Mutex<VecDeque<Weak<Version>>>,
+    pub readahead_pages: usize,
+    durable_seq: AtomicU64,
+    file_pages: AtomicU64,
+    free_pages: AtomicU64,
+    _lock: std::fs::File,
+}
+
+/// An embedded ordered key-value store: a copy-on-write B+tree of 4 KiB pages in 512 KiB
+/// frames under a page-granular buffer pool. Cheap to clone; `Send + Sync`.
+#[derive(Clone)]
+pub struct Tree {
+    pub(crate) shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for Tree {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tree")
+            .field("dir", &self.shared.dir)
+            .finish_non_exhaustive()
+    }
+}
+
+fn check_key(key: &[u8]) -> Result<()> {
+    if key.is_empty() {
+        return Err(Error::EmptyKey { max: MAX_KEY_LEN });
+    }
+    if key.len() > MAX_KEY_LEN {
+        return Err(Error::KeyTooLarge {
+            len: key.len(),
+            max: MAX_KEY_LEN,
+        });
+    }
+    Ok(())
+}
+
+fn check_value(value: &[u8]) -> Result<()> {
+    if value.len() > MAX_VALUE_LEN {
+        return Err(Error::ValueTooLarge {
+            len: value.len(),
+            max: MAX_VALUE_LEN,
+        });
+    }
+    Ok(())
+}
+
+fn to_owned_bound<K: AsRef<[u8]>>(b: Bound<&K>) -> Bound<Vec<u8>> {
+    match b {
+        Bound::Included(k) => Bound::Included(k.as_ref().to_vec()),
+        Bound::Excluded(k) => Bound::Excluded(k.as_ref().to_vec()),
+        Bound::Unbounded => Bound::Unbounded,
+    }
+}
+
+impl Tree {
+    /// Opens the tree in `config`'s directory, creating it when the directory is new or
+    /// empty.
+    pub fn open(config: TreeConfig) -> Result<Tree> {
+        let o = open(&config)?;
+        let ps = o.pool.geometry().page_bytes();
+        let readahead_pages = config.readahead_bytes as usize / ps;
+        let shared = Shared {
+            dir: config.dir.clone(),
+            current: ArcSwap::from_pointee(o.version),
+            writer: Mutex::new(Writer {
+                seq: o.superblock.seq,
+                durable_seq: o.superblock.seq,
+                generation: o.superblock.generation,
+                next_slot: o.slot ^ 1,
+                freelist_pages: o.freelist_pages,
+                alloc: o.alloc,
+            }),
+            live: Mutex::new(VecDeque::new()),
+            readahead_pages,
+            durable_seq: AtomicU64::new(o.superblock.seq),
+            file_pages: AtomicU64::new(o.superblock.page_count),
+            free_pages: AtomicU64::new(o.superblock.free_pages),
+            pool: o.pool,
+            _lock: o.lock,
+        };
+        Ok(Tree {
+            shared: Arc::new(shared),
+        })
+    }
+
+    /// A consistent read view of the tree as of the latest commit.
+    pub fn snapshot(&self) -> Snapshot {
+        Snapshot::new(self.shared.clone(), self.shared.current.load_full())
+    }
+
+    /// The value stored under `key`.
+    pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        let v = self.shared.current.load();
+        btree::get_value(&self.shared.pool, &v, key, |b| b.to_vec())
+    }
+
+    /// Calls `f` with the value stored under `key` without copying it out of the page.
+    pub fn get_with<R>(&self, key: &[u8], f: impl FnOnce(&[u8]) -> R) -> Result<Option<R>> {
+        let v = self.shared.current.load();
+        btree::get_value(&self.shared.pool, &v, key, f)
+    }
+
+    /// A range scan builder: `.prefix(p)`, bounds, `.rev()`, `.limit(n)`, then iterate.
+    pub fn range(&self) -> RangeBuilder {
+        self.snapshot().range()
+    }
+
+    /// A key-only listing builder: `.prefix(p)`, `.delimiter(b'/')`, `.start_after(k)`,
+    /// `.limit(n)`, then iterate.
+    pub fn scan_keys(&self) -> KeysBuilder {
+        self.snapshot().scan_keys()
+    }
+
+    /// The longest stored key that is a prefix of `query`, with its value.
+    pub fn longest_prefix_record(&self, query: &[u8]) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        self.snapshot().longest_prefix_record(query)
+    }
+
+    /// Entries whose keys lie within `range`: two descents, whatever its size.
+    pub fn count<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, range: R) -> Result<u64> {
+        let v = self.shared.current.load();
+        let lo = to_owned_bound(range.start_bound());
+        let hi = to_owned_bound(range.end_bound());
+        btree::count_range(&self.shared.pool, &v, as_ref_bound(&lo), as_ref_bound(&hi))
+    }
+
+    /// Entries whose keys start with `prefix`.
+    pub fn count_prefix(&self, prefix: &[u8]) -> Result<u64> {
+        self.snapshot().count_prefix(prefix)
+    }
+
+    /// Entries in the tree.
+    pub fn len(&self) -> u64 {
+        self.shared.current.load().entries
+    }
+
+    /// True when the tree holds no entry.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Inserts or replaces `key`.
+    pub fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        check_key(key)?;
+        check_value(value)?;
+        self.write(|txn| txn.apply(Mutation::Put(key, value)).map(|_| ()))
+    }
+
+    /// Removes `key`; returns whether it was present.
+    pub fn delete(&self, key: &[u8]) -> Result<bool> {
+        check_key(key)?;
+        self.write(|txn| txn.apply(Mutation::Delete(key)))
+    }
+
+    /// Sets `key` to `new` (None deletes it) only if its current value is `expected`
+    /// (None: absent). On a mismatch nothing changes and the current value comes back.
+    pub fn compare_and_swap(
+        &self,
+        key: &[u8],
+        expected: Option<&[u8]>,
+        new: Option<&[u8]>,
+    ) -> Result<std::result::Result<(), CasConflict>> {
+        check_key(key)?;
+        if let Some(v) = new {
+            check_value(v)?;
+        }
+        self.write(|txn| {
+            let current = txn.get(key)?;
+            if current.as_deref() != expected {
+                return Ok(Err(CasConflict { current }));
+            }
+            match new {
+                Some(v) => txn.apply(Mutation::Put(key, v))?,
+                None => txn.apply(Mutation::Delete(key))?,
+            };
+            Ok(Ok(()))
+        })
+    }
+
+    /// Applies every operation of `batch` in order, atomically.
+    pub fn apply_batch(&self, batch: &WriteBatch) -> Result<()> {
+        for (k, v) in &batch.ops {
+            check_key(k)?;
+            if let Some(v) = v {
+                check_value(v)?;
+            }
+        }
+        self.write(|txn| {
+            for (k, v) in &batch.ops {
+                match v {
+                    Some(v) => txn.apply(Mutation::Put(k, v))?,
+                    None => txn.apply(Mutation::Delete(k))?,
+                };
+            }
+            Ok(())
+        })
+    }
+
+    /// Runs `f` in a write transaction and commits what it changed.
+    fn write<R>(&self, f: impl FnOnce(&mut WriteTxn<'_>) -> Result<R>) -> Result<R> {
+        let sh = &self.shared;
+        let mut w = lock(&sh.writer);
+        let cur = sh.current.load_full();
+        let seq = w.seq + 1;
+        let committed = {
+            let mut txn = WriteTxn::new(
+                &sh.pool,
+                &mut w.alloc,
+                seq,
+                cur.root.as_ref().map(|p| p.id()),
+                cur.height,
+                cur.entries,
+            );
+            let r = f(&mut txn)?;
+            if txn.is_empty() {
+                return Ok(r);
+            }
+            (txn.commit()?, r)
+        };
+        let (c, r) = committed;
+        w.seq = seq;
+        sh.publish(
+            &mut w,
+            Version {
+                seq,
+                root: c.root,
+                height: c.height,
+                entries: c.entries,
+            },
+        );
+        Ok(r)
+    }
+
+    /// Loads sorted, duplicate-free pairs into an empty tree: full leaves written to
+    /// adjacent pages, then a checkpoint. Returns the number of entries loaded.
+    pub fn bulk_load<I, K, V>(&self, items: I) -> Result<u64>
+    where
+        I: IntoIterator<Item = (K, V)>,
+        K: AsRef<[u8]>,
+        V: AsRef<[u8]>,
+    {
+        let sh = &self.shared;
+        let mut w = lock(&sh.writer);
+        let cur = sh.current.load_full();
+        if cur.entries != 0 || cur.root.is_some() {
+            return Err(Error::BulkLoadNotEmpty {
+                entries: cur.entries,
+            });
+        }
+        let seq = w.seq + 1;
+        let saved = w.alloc.clone();
+        let loaded = match btree::bulk_load(&sh.pool, &mut w.alloc, seq, items) {
+            Ok(l) => l,
+            Err(e) => {
+                w.alloc = saved;
+                return Err(e);
+            }
+        };
+        let root = match loaded.root {
+            Some(id) => Some(sh.pool.get(id, Access::Point)?),
+            None => None,
+        };
+        w.seq = seq;
+        sh.publish(
+            &mut w,
+            Version {
+                seq,
+                root,
+                height: loaded.height,
+                entries: loaded.entries,
+            },
+        );
+        sh.checkpoint_locked(&mut w)?;
+        Ok(loaded.entries)
+    }
+
+    /// Writes every change to the data file and makes it durable: dirty pages, the free
+    /// list, fsync, then the next superblock copy, fsync. After it returns, a reopen
+    /// finds exactly the current contents.
+    pub fn checkpoint(&self) -> Result<()> {
+        self.shared.checkpoint()
+    }
+
+    /// Walks every page of the current version and checks the tree's invariants.
+    pub fn check_integrity(&self) -> Result<CheckReport> {
+        let w = lock(&self.shared.writer);
+        let v = self.shared.current.load_full();
+        btree::check_tree(&self.shared.pool, &v, &|p| {
+            w.alloc.is_free(p) || w.freelist_pages.contains(&p)
+        })
+    }
+
+    /// Counters and sizes, readable at any moment.
+    pub fn metrics(&self) -> Metrics {
+        let sh = &self.shared;
+        let c = sh.pool.counters();
+        let v = sh.current.load();
+        let (resident, capacity) = sh.pool.occupancy();
+        Metrics {
+            bm_read_page_hits: c.get(Counter::PageHits),
+            bm_read_page_misses: c.get(Counter::PageMisses),
+            bm_scan_full_blob_reads: c.get(Counter::FullFrameReads),
+            bm_bytes_read: c.get(Counter::BytesRead),
+            bm_pages_read: c.get(Counter::PagesRead),
+            bm_evictions: c.get(Counter::Evictions),
+            bm_readahead_pages: c.get(Counter::ReadaheadPages),
+            bm_pages_written: c.get(Counter::PagesWritten),
+            bm_bytes_written: c.get(Counter::BytesWritten),
+            bm_dirty_writebacks: c.get(Counter::DirtyWritebacks),
+            resident_pages: resident as u64,
+            capacity_pages: capacity as u64,
+            entries: v.entries,
+            height: v.height,
+            file_pages: sh.file_pages.load(Ordering::Relaxed),
+            free_pages: sh.free_pages.load(Ordering::Relaxed),
+            commit_seq: v.seq,
+            checkpoint_seq: sh.durable_seq.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Bytes of the data file on disk.
+    pub fn size_on_disk(&self) -> Result<u64> {
+        Ok(self.shared.pool.storage().len()?)
+    }
+
+    /// The tree's directory.
+    pub fn dir(&self) -> &std::path::Path {
+        &self.shared.dir
+    }
+}
+
+impl Shared {
+    /// Makes `v` the current version and frees what no reader can reach any more.
+    fn publish(&self, w: &mut Writer, v: Version) {
+        let sh = self;
+        if let Some(r) = &v.root {
+            sh.pool.set_pinned(r, true);
+        }
+        let new_root = v.root.as_ref().map(|p| p.id());
+        let old = sh.current.swap(Arc::new(v));
+        if let Some(r) = &old.root {
+            if Some(r.id()) != new_root {
+                sh.pool.set_pinned(r, false);
+            }
+        }
+        lock(&sh.live).push_back(Arc::downgrade(&old));
+        drop(old);
+        self.reclaim(w);
+    }
+
+    fn oldest_live_seq(&self) -> u64 {
+        let mut live = lock(&self.live);
+        while let Some(front) = live.front() {
+            if let Some(v) = front.upgrade() {
+                return v.seq;
+            }
+            live.pop_front();
+        }
+        self.current.load().seq
+    }
+
+    fn reclaim(&self, w: &mut Writer) {
+        let oldest = self.oldest_live_seq();
+        for (first, len) in w.alloc.reclaim(oldest, w.durable_seq) {
+            for p in first..first + len {
+                self.pool.discard(p);
+            }
+        }
+        self.file_pages
+            .store(w.alloc.page_count(), Ordering::Relaxed);
+        self.free_pages
+            .store(w.alloc.free_pages(), Ordering::Relaxed);
+    }
+
+    fn checkpoint_locked(&self, w: &mut Writer) -> Result<()> {
+        let sh = self;
+        let cur = sh.current.load_full();
+        let pool = &sh.pool;
+        let geo = pool.geometry();
+        let ps = geo.page_bytes();
+        pool.flush_dirty()?;
+        let old_fl: Vec<(PageId, u64)> = w.freelist_pages.iter().map(|&p| (p, 1)).collect();
+        let mut fl_ids: Vec<PageId> = Vec::new();
+        let extents = loop {
+            let mut all = w.alloc.extents_for_checkpoint();
+            all.extend(old_fl.iter().copied());
+            let merged = merge_extents(all);
+            if fl_ids.len() >= freelist_pages_needed(merged.len(), ps) {
+                break merged;
+            }
+            fl_ids.push(w.alloc.alloc(1));
+        };
+        pool.ensure_len(w.alloc.page_count())?;
+        let free_pages: u64 = extents.iter().map(|&(_, l)| u64::from(l)).sum();
+        let generation = w.generation + 1;
+        for (id, mut page) in fl_ids
+            .iter()
+            .zip(encode_freelist_pages(&extents, &fl_ids, cur.seq, ps))
+        {
+            seal(&mut page);
+            pool.write_run(*id, &page)?;
+        }
+        pool.storage().sync()?;
+        let sb = Superblock {
+            version: FORMAT_VERSION,
+            page_size: geo.page_size,
+            frame_size: geo.frame_size,
+            seq: cur.seq,
+            root: cur.root.as_ref().map_or(0, |p| p.id()),
+            height: cur.height,
+            entries: cur.entries,
+            page_count: w.alloc.page_count(),
+            freelist: fl_ids.first().copied().unwrap_or(0),
+            freelist_pages: fl_ids.len() as u64,
+            free_pages,
+            log_start: 0,
+            generation,
+        };
+        write_superblock(pool.storage().as_ref(), &sb, w.next_slot)?;
+        pool.storage().sync()?;
+        w.next_slot ^= 1;
+        w.generation = generation;
+        w.durable_seq = cur.seq;
+        sh.durable_seq.store(cur.seq, Ordering::Relaxed);
+        for (p, _) in old_fl {
+            w.alloc.release(p, 1);
+        }
+        w.freelist_pages = fl_ids;
+        self.reclaim(w);
+        Ok(())
+    }
+
+    /// Checkpoints under the writer lock.
+    pub fn checkpoint(&self) -> Result<()> {
+        let mut w = lock(&self.writer);
+        self.checkpoint_locked(&mut w)
+    }
+}
+
+pub(crate) fn as_ref_bound(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
+    match b {
+        Bound::Included(k) => Bound::Included(k.as_slice()),
+        Bound::Excluded(k) => Bound::Excluded(k.as_slice()),
+        Bound::Unbounded => Bound::Unbounded,
+    }
+}
+
+/// Sorts and coalesces extents, splitting any longer than a free-list record holds.
+fn merge_extents(mut all: Vec<(PageId, u64)>) -> Vec<(PageId, u32)> {
+    all.sort_unstable();
+    let mut merged: Vec<(PageId, u64)> = Vec::with_capacity(all.len());
+    for (s, l) in all {
+        match merged.last_mut() {
+            Some((ms, ml)) if *ms + *ml == s => *ml += l,
+            _ => merged.push((s, l)),
+        }
+    }
+    let mut out = Vec::with_capacity(merged.len());
+    for (mut s, mut l) in merged {
+        while l > 0 {
+            let take = l.min(u64::from(u32::MAX));
+            out.push((s, take as u32));
+            s += take;
+            l -= take;
+        }
+    }
+    out
+}
+
+impl Drop for Shared {
+    /// Closing checkpoints what was committed since the last checkpoint, so that a clean
+    /// shutdown loses nothing. Errors cannot be reported from drop; call
+    /// `Tree::checkpoint` first to see them.
+    fn drop(&mut self) {
+        let cur = self.current.load_full();
+        if cur.seq != self.durable_seq.load(Ordering::Relaxed) {
+            let _ = self.checkpoint();
+        }
+    }
+}

@@ -1,0 +1,18 @@
+//! The public API: `Tree::open(TreeConfig::new(dir))`, point reads and writes,
+//! compare-and-swap, atomic batches, range scans, delimiter listings, longest-prefix
+//! lookups, counts, snapshots, bulk load, checkpoints and metrics.
+
+mod batch;
+mod config;
+mod handle;
+mod keys;
+mod open;
+mod range;
+mod snapshot;
+
+pub use batch::WriteBatch;
+pub use config::TreeConfig;
+pub use handle::{CasConflict, Tree};
+pub use keys::{Keys, KeysBuilder};
+pub use range::{Range, RangeBuilder};
+pub use snapshot::Snapshot;

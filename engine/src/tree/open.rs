@@ -1,0 +1,278 @@
+//! Opening a tree directory: creating a new data file, or reading the newer valid
+//! superblock copy and the free list of an existing one.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::config::{TreeConfig, MIN_CACHE_PAGES};
+use crate::btree::Version;
+use crate::error::{Error, Result};
+use crate::frame::{Allocator, Geometry};
+use crate::page::{
+    decode_freelist_page, MetaReject, PageId, PageKind, Superblock, FORMAT_VERSION, META_LEN,
+};
+use crate::pool::{Access, BufferPool, PoolConfig};
+use crate::storage::{FileStorage, Storage, StorageError};
+
+/// Name of the data file inside the tree directory.
+pub const DATA_FILE: &str = "data.aimkv";
+/// Name of the lock file that keeps a second process out.
+pub const LOCK_FILE: &str = "LOCK";
+
+/// What opening produced.
+pub struct Opened {
+    pub pool: Arc<BufferPool>,
+    pub version: Version,
+    pub alloc: Allocator,
+    pub superblock: Superblock,
+    pub slot: u8,
+    pub freelist_pages: Vec<PageId>,
+    pub lock: fs::File,
+}
+
+/// Checks the directory: created when missing; when it has no data file it must be empty.
+fn prepare_dir(dir: &Path) -> Result<PathBuf> {
+    if dir.exists() && !dir.is_dir() {
+        return Err(Error::InvalidConfig {
+            reason: format!(
+                "{} is a file, not a directory: give TreeConfig::new a directory",
+                dir.display()
+            ),
+        });
+    }
+    fs::create_dir_all(dir).map_err(|e| StorageError::io("create directory", dir, 0, e))?;
+    let data = dir.join(DATA_FILE);
+    if !data.exists() {
+        let entries =
+            fs::read_dir(dir).map_err(|e| StorageError::io("list directory", dir, 0, e))?;
+        for entry in entries {
+            let entry = entry.map_err(|e| StorageError::io("list directory", dir, 0, e))?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name != LOCK_FILE {
+                return Err(Error::ForeignDirectory {
+                    dir: dir.to_path_buf(),
+                    found: name,
+                });
+            }
+        }
+    }
+    Ok(data)
+}
+
+fn lock_dir(dir: &Path) -> Result<fs::File> {
+    let path = dir.join(LOCK_FILE);
+    let f = fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|e| StorageError::io("open", &path, 0, e))?;
+    match f.try_lock() {
+        Ok(()) => Ok(f),
+        Err(fs::TryLockError::WouldBlock) => Err(Error::InvalidConfig {
+            reason: format!(
+                "{} is open in another process: close it there first",
+                dir.display()
+            ),
+        }),
+        Err(fs::TryLockError::Error(e)) => Err(StorageError::io("lock", &path, 0, e).into()),
+    }
+}
+
+fn capacity_pages(cfg: &TreeConfig, geo: Geometry) -> Result<usize> {
+    let budget = cfg.budget_bytes(geo.frame_size);
+    let pages = budget / u64::from(geo.page_size);
+    if pages < MIN_CACHE_PAGES {
+        return Err(Error::CacheTooSmall {
+            given: budget,
+            min: MIN_CACHE_PAGES * u64::from(geo.page_size),
+            min_pages: MIN_CACHE_PAGES,
+            page_size: geo.page_size,
+        });
+    }
+    Ok(pages as usize)
+}
+
+/// Writes superblock copy `slot`.
+pub fn write_superblock(storage: &dyn Storage, sb: &Superblock, slot: u8) -> Result<()> {
+    let mut page = vec![0u8; sb.page_size as usize];
+    sb.encode(&mut page);
+    storage.write_at(&page, u64::from(slot) * u64::from(sb.page_size))?;
+    Ok(())
+}
+
+/// Opens or creates the tree in `cfg.dir`.
+pub fn open(cfg: &TreeConfig) -> Result<Opened> {
+    let data = prepare_dir(&cfg.dir)?;
+    let lock = lock_dir(&cfg.dir)?;
+    let fresh = !data.exists() || fs::metadata(&data).map(|m| m.len() == 0).unwrap_or(false);
+    let storage: Arc<dyn Storage> = Arc::new(FileStorage::open(&data, true)?);
+    if fresh {
+        return create(cfg, storage, lock);
+    }
+    let (sb, slot) = read_superblock(storage.as_ref())?;
+    let geo =
+        Geometry::new(sb.page_size, sb.frame_size).map_err(|reason| Error::SuperblockCorrupt {
+            file: data.clone(),
+            first: reason.clone(),
+            second: reason,
+        })?;
+    let pool = Arc::new(BufferPool::new(
+        storage,
+        geo,
+        PoolConfig {
+            capacity_pages: capacity_pages(cfg, geo)?,
+            scan_io: cfg.scan_io,
+        },
+    ));
+    let mut extents = Vec::new();
+    let mut fl_pages = Vec::new();
+    let mut next = sb.freelist;
+    while next != 0 {
+        if fl_pages.len() as u64 >= sb.freelist_pages.max(1) * 2 + 16 {
+            return Err(Error::Integrity {
+                reason: format!("{}: the free list does not end", data.display()),
+            });
+        }
+        let buf = pool.read_run(next, 1, PageKind::FreeList)?;
+        let h = crate::page::PageHeader::read(&buf).ok_or_else(|| Error::Integrity {
+            reason: format!("free-list page {next} has no header"),
+        })?;
+        let (ex, n) =
+            decode_freelist_page(&buf, h.count, h.aux).map_err(|reason| Error::Integrity {
+                reason: format!("{}: free-list page {next}: {reason}", data.display()),
+            })?;
+        extents.extend(ex.into_iter().map(|(s, l)| (s, u64::from(l))));
+        fl_pages.push(next);
+        next = n;
+    }
+    let alloc = Allocator::new(geo, sb.page_count, extents);
+    let root = if sb.root == 0 {
+        None
+    } else {
+        let page = pool.get(sb.root, Access::Point)?;
+        let want = if sb.height == 1 {
+            PageKind::Leaf
+        } else {
+            PageKind::Inner
+        };
+        if page.kind() != want {
+            return Err(crate::page::PageError::UnexpectedKind {
+                file: data.clone(),
+                page: sb.root,
+                expected: want.name(),
+                found: page.kind() as u8,
+            }
+            .into());
+        }
+        pool.set_pinned(&page, true);
+        Some(page)
+    };
+    Ok(Opened {
+        version: Version {
+            seq: sb.seq,
+            root,
+            height: sb.height,
+            entries: sb.entries,
+        },
+        pool,
+        alloc,
+        superblock: sb,
+        slot,
+        freelist_pages: fl_pages,
+        lock,
+    })
+}
+
+fn create(cfg: &TreeConfig, storage: Arc<dyn Storage>, lock: fs::File) -> Result<Opened> {
+    let geo = Geometry::new(cfg.page_size, cfg.frame_size)
+        .map_err(|reason| Error::InvalidConfig { reason })?;
+    let capacity = capacity_pages(cfg, geo)?;
+    let alloc = Allocator::new(geo, 0, []);
+    let sb = Superblock {
+        version: FORMAT_VERSION,
+        page_size: geo.page_size,
+        frame_size: geo.frame_size,
+        seq: 0,
+        root: 0,
+        height: 0,
+        entries: 0,
+        page_count: alloc.page_count(),
+        freelist: 0,
+        freelist_pages: 0,
+        free_pages: alloc.free_pages(),
+        log_start: 0,
+        generation: 0,
+    };
+    storage.set_len(geo.offset(alloc.page_count()))?;
+    write_superblock(storage.as_ref(), &sb, 0)?;
+    write_superblock(storage.as_ref(), &sb, 1)?;
+    storage.sync()?;
+    let pool = Arc::new(BufferPool::new(
+        storage,
+        geo,
+        PoolConfig {
+            capacity_pages: capacity,
+            scan_io: cfg.scan_io,
+        },
+    ));
+    Ok(Opened {
+        pool,
+        version: Version::empty(0),
+        alloc,
+        superblock: sb,
+        slot: 0,
+        freelist_pages: Vec::new(),
+        lock,
+    })
+}
+
+/// Reads both superblock copies and returns the newer valid one and its slot.
+fn read_superblock(storage: &dyn Storage) -> Result<(Superblock, u8)> {
+    let file = storage.path().to_path_buf();
+    let len = storage.len()?;
+    let mut first = vec![0u8; META_LEN];
+    storage.read_at(&mut first, 0)?;
+    let a = Superblock::decode(&first);
+    let second_at: Vec<u64> = match &a {
+        Ok(sb) => vec![u64::from(sb.page_size)],
+        Err(_) => vec![4096, 8192, 16384, 32768],
+    };
+    let mut b: std::result::Result<Superblock, MetaReject> = Err(MetaReject::BadMagic([0; 8]));
+    for at in second_at {
+        if at + META_LEN as u64 > len {
+            continue;
+        }
+        let mut buf = vec![0u8; META_LEN];
+        storage.read_at(&mut buf, at)?;
+        b = Superblock::decode(&buf);
+        if b.is_ok() {
+            break;
+        }
+    }
+    match (a, b) {
+        (Ok(x), Ok(y)) => Ok(if y.generation > x.generation {
+            (y, 1)
+        } else {
+            (x, 0)
+        }),
+        (Ok(x), Err(_)) => Ok((x, 0)),
+        (Err(_), Ok(y)) => Ok((y, 1)),
+        (Err(MetaReject::TooNew(v)), _) | (_, Err(MetaReject::TooNew(v))) => {
+            Err(Error::FormatTooNew {
+                file,
+                found: v,
+                supported: FORMAT_VERSION,
+            })
+        }
+        (Err(MetaReject::BadMagic(m)), Err(MetaReject::BadMagic(_))) => {
+            Err(Error::BadMagic { file, found: m })
+        }
+        (Err(x), Err(y)) => Err(Error::SuperblockCorrupt {
+            file,
+            first: x.to_string(),
+            second: y.to_string(),
+        }),
+    }
+}

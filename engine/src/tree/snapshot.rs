@@ -1,0 +1,140 @@
+//! Snapshots: several reads that see the tree as of one commit.
+
+use std::ops::RangeBounds;
+use std::sync::Arc;
+
+use super::handle::{as_ref_bound, Shared};
+use super::keys::KeysBuilder;
+use super::range::RangeBuilder;
+use crate::btree::{self, prefix_successor, Cursor, Version};
+use crate::error::Result;
+use crate::pool::Access;
+
+/// A read view of one commit. Holding it keeps the pages of that commit from being
+/// reused, so drop it when done.
+#[derive(Clone)]
+pub struct Snapshot {
+    shared: Arc<Shared>,
+    version: Arc<Version>,
+}
+
+impl std::fmt::Debug for Snapshot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Snapshot")
+            .field("seq", &self.version.seq)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Snapshot {
+    pub(crate) fn new(shared: Arc<Shared>, version: Arc<Version>) -> Self {
+        Snapshot { shared, version }
+    }
+
+    /// The commit this snapshot sees.
+    pub fn seq(&self) -> u64 {
+        self.version.seq
+    }
+
+    /// Entries in this snapshot.
+    pub fn len(&self) -> u64 {
+        self.version.entries
+    }
+
+    /// True when the snapshot holds no entry.
+    pub fn is_empty(&self) -> bool {
+        self.version.entries == 0
+    }
+
+    /// The value stored under `key`.
+    pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        btree::get_value(&self.shared.pool, &self.version, key, |b| b.to_vec())
+    }
+
+    /// Calls `f` with the value stored under `key`, without copying it.
+    pub fn get_with<R>(&self, key: &[u8], f: impl FnOnce(&[u8]) -> R) -> Result<Option<R>> {
+        btree::get_value(&self.shared.pool, &self.version, key, f)
+    }
+
+    /// A range scan builder over this snapshot.
+    pub fn range(&self) -> RangeBuilder {
+        RangeBuilder::new(
+            self.shared.pool.clone(),
+            self.version.clone(),
+            self.shared.readahead_pages,
+        )
+    }
+
+    /// A key listing builder over this snapshot.
+    pub fn scan_keys(&self) -> KeysBuilder {
+        KeysBuilder::new(
+            self.shared.pool.clone(),
+            self.version.clone(),
+            self.shared.readahead_pages,
+        )
+    }
+
+    /// The longest stored key that is a prefix of `query`, with its value.
+    pub fn longest_prefix_record(&self, query: &[u8]) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        self.longest_prefix_with(query, |k, v| (k.to_vec(), v.to_vec()))
+    }
+
+    /// Calls `f` with the longest stored prefix of `query` and its value, without copies.
+    pub fn longest_prefix_with<R>(
+        &self,
+        query: &[u8],
+        f: impl FnOnce(&[u8], &[u8]) -> R,
+    ) -> Result<Option<R>> {
+        let mut cursor = Cursor::new(
+            self.shared.pool.clone(),
+            self.version.clone(),
+            Access::Walk,
+            0,
+        );
+        if btree::longest_prefix(&mut cursor, query)?.is_none() {
+            return Ok(None);
+        }
+        let Some(cell) = cursor.value() else {
+            return Ok(None);
+        };
+        match cell {
+            crate::page::ValueCell::Inline(v) => Ok(Some(f(cursor.key(), v))),
+            other => {
+                let mut buf = Vec::new();
+                btree::read_value(cursor.pool(), other, &mut buf)?;
+                Ok(Some(f(cursor.key(), &buf)))
+            }
+        }
+    }
+
+    /// Entries whose keys lie within `range`.
+    pub fn count<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, range: R) -> Result<u64> {
+        let own = |b: std::ops::Bound<&K>| match b {
+            std::ops::Bound::Included(k) => std::ops::Bound::Included(k.as_ref().to_vec()),
+            std::ops::Bound::Excluded(k) => std::ops::Bound::Excluded(k.as_ref().to_vec()),
+            std::ops::Bound::Unbounded => std::ops::Bound::Unbounded,
+        };
+        let lo = own(range.start_bound());
+        let hi = own(range.end_bound());
+        btree::count_range(
+            &self.shared.pool,
+            &self.version,
+            as_ref_bound(&lo),
+            as_ref_bound(&hi),
+        )
+    }
+
+    /// Entries whose keys start with `prefix`.
+    pub fn count_prefix(&self, prefix: &[u8]) -> Result<u64> {
+        let hi = match prefix_successor(prefix) {
+            Some(s) => std::ops::Bound::Excluded(s),
+            None => std::ops::Bound::Unbounded,
+        };
+        btree::count_range(
+            &self.shared.pool,
+            &self.version,
+            std::ops::Bound::Included(prefix),
+            as_ref_bound(&hi),
+        )
+    }
+}
