@@ -127,7 +127,32 @@ pub enum Error {
     },
 }
 
+/// Which check a corrupt page failed, for callers that branch on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum PageErrorKind {
+    /// The stored checksum does not match the contents.
+    Checksum,
+    /// The header names another page.
+    WrongPage,
+    /// The page is of the wrong kind for its place in the tree.
+    WrongKind,
+    /// The layout is impossible.
+    Malformed,
+}
+
 impl Error {
+    /// For page corruption, which check failed.
+    pub fn page_error_kind(&self) -> Option<PageErrorKind> {
+        match self {
+            Error::Page(PageError::ChecksumMismatch { .. }) => Some(PageErrorKind::Checksum),
+            Error::Page(PageError::WrongPageId { .. }) => Some(PageErrorKind::WrongPage),
+            Error::Page(PageError::UnexpectedKind { .. }) => Some(PageErrorKind::WrongKind),
+            Error::Page(_) => Some(PageErrorKind::Malformed),
+            _ => None,
+        }
+    }
+
     /// True when the error reports on-disk corruption rather than bad input or an I/O failure.
     pub fn is_corruption(&self) -> bool {
         matches!(

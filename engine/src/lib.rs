@@ -54,7 +54,7 @@ pub mod storage;
 mod tree;
 
 pub use btree::{CheckReport, KeyItem, MAX_KEY_LEN, MAX_VALUE_LEN};
-pub use error::{Error, Result};
+pub use error::{Error, PageErrorKind, Result};
 pub use pool::{Metrics, ScanIo};
 pub use tree::{
     CasConflict, Keys, KeysBuilder, Range, RangeBuilder, Snapshot, Tree, TreeConfig, WriteBatch,

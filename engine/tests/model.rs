@@ -26,6 +26,7 @@ enum Op {
     ),
     List(Vec<u8>, Option<u8>, Option<Vec<u8>>, Option<usize>),
     Lpm(Vec<u8>),
+    LpmAt(Vec<u8>),
     Count(Bound<Vec<u8>>, Bound<Vec<u8>>),
     Checkpoint,
     Reopen,
@@ -75,6 +76,7 @@ fn op() -> impl Strategy<Value = Op> {
         5 => (small_prefix(), prop::option::of(prop::sample::select(vec![b'/', 0x00, 0xFF])), prop::option::of(key()), prop::option::of(1usize..20))
             .prop_map(|(p, d, s, l)| Op::List(p, d, s, l)),
         6 => key().prop_map(Op::Lpm),
+        3 => key().prop_map(Op::LpmAt),
         4 => (bound(), bound()).prop_map(|(a, b)| Op::Count(a, b)),
         1 => Just(Op::Checkpoint),
         1 => Just(Op::Reopen),
@@ -188,6 +190,14 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
                 let got = tree.longest_prefix_record(&q).expect("lpm");
                 prop_assert_eq!(got, model_lpm(&model, &q), "lpm, op {}", n);
             }
+            Op::LpmAt(q) => {
+                let got = tree.longest_prefix_record_at(&q, b'/').expect("lpm at");
+                let want = (1..=q.len())
+                    .rev()
+                    .filter(|&l| l == q.len() || q[l] == b'/')
+                    .find_map(|l| model.get(&q[..l]).map(|v| (q[..l].to_vec(), v.clone())));
+                prop_assert_eq!(got, want, "lpm at '/', op {}", n);
+            }
             Op::Count(lo, hi) => {
                 let got = tree.count((lo.clone(), hi.clone())).expect("count");
                 let want = model_range(&model, &lo, &hi, None, false, None).len() as u64;
@@ -215,7 +225,7 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
 
 proptest! {
     #![proptest_config(ProptestConfig {
-        cases: std::env::var("MODEL_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(40),
+        cases: std::env::var("MODEL_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(96),
         max_shrink_iters: 2000,
         .. ProptestConfig::default()
     })]

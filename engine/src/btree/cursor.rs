@@ -33,6 +33,17 @@ pub struct ScanBounds {
     pub hi: Bound<Vec<u8>>,
 }
 
+/// What `Cursor::seek_le_in_leaf` found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SeekLe {
+    /// The cursor is on the greatest key <= the target.
+    Found,
+    /// No key <= the target in its leaf; every key left of that leaf is below this fence.
+    Fence(Vec<u8>),
+    /// No key of the tree is <= the target.
+    None,
+}
+
 /// First readahead window, in pages.
 const RA_START_PAGES: usize = 2;
 
@@ -197,7 +208,7 @@ impl Cursor {
     pub fn seek_gt(&mut self, q: &[u8]) -> Result<()> {
         self.seek_ge(q)?;
         if self.valid() && self.key == q {
-            self.next()?;
+            self.advance()?;
         }
         Ok(())
     }
@@ -236,7 +247,56 @@ impl Cursor {
             }
             _ => {
                 self.pos = 0;
-                self.prev()
+                self.retreat()
+            }
+        }
+    }
+
+    /// Like `seek_le`, but never steps into another leaf to find the predecessor: when
+    /// the leaf whose range holds `q` has no key <= `q`, it returns that leaf's lower
+    /// fence (the separator that bounds it from below) instead, or `LeNone` when no key
+    /// of the tree is <= `q`. Longest-prefix lookups use the fence to skip candidates.
+    pub fn seek_le_in_leaf(&mut self, q: &[u8]) -> Result<SeekLe> {
+        if let Some(leaf) = &self.leaf {
+            let view = leaf.leaf();
+            if !view.is_empty() && view.cmp_key(0, q) != Ordering::Greater {
+                match view.search(q) {
+                    Ok(i) => {
+                        self.pos = i;
+                        self.load_key();
+                        return Ok(SeekLe::Found);
+                    }
+                    Err(i) if i < view.len() => {
+                        self.pos = i - 1;
+                        self.load_key();
+                        return Ok(SeekLe::Found);
+                    }
+                    Err(_) => {}
+                }
+            }
+        }
+        self.descend(Some(q), Direction::Backward)?;
+        match self.leaf_len_and_search(q) {
+            None => Ok(SeekLe::None),
+            Some(Ok(i)) => {
+                self.pos = i;
+                self.load_key();
+                Ok(SeekLe::Found)
+            }
+            Some(Err(i)) if i > 0 => {
+                self.pos = i - 1;
+                self.load_key();
+                Ok(SeekLe::Found)
+            }
+            Some(Err(_)) => {
+                for (page, idx) in self.path.iter().rev() {
+                    if *idx > 0 {
+                        let mut fence = Vec::new();
+                        page.inner().sep_into(*idx, &mut fence);
+                        return Ok(SeekLe::Fence(fence));
+                    }
+                }
+                Ok(SeekLe::None)
             }
         }
     }
@@ -245,7 +305,7 @@ impl Cursor {
     pub fn seek_lt(&mut self, q: &[u8]) -> Result<()> {
         self.seek_le(q)?;
         if self.valid() && self.key == q {
-            self.prev()?;
+            self.retreat()?;
         }
         Ok(())
     }
@@ -268,19 +328,19 @@ impl Cursor {
             }
             _ => {
                 self.pos = 0;
-                self.prev()
+                self.retreat()
             }
         }
     }
 
     /// Moves to the next entry.
-    pub fn next(&mut self) -> Result<()> {
+    pub fn advance(&mut self) -> Result<()> {
         self.pos += 1;
         self.settle_forward()
     }
 
     /// Moves to the previous entry.
-    pub fn prev(&mut self) -> Result<()> {
+    pub fn retreat(&mut self) -> Result<()> {
         loop {
             if self.leaf.is_none() {
                 self.key.clear();

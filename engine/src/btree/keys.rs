@@ -101,7 +101,7 @@ impl ListState {
                 }
                 None => {
                     let key = cursor.key().to_vec();
-                    cursor.next()?;
+                    cursor.advance()?;
                     return Ok(Some(KeyItem::Key(key)));
                 }
             }

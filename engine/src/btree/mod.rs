@@ -17,7 +17,7 @@ pub use check::{check_tree, CheckReport};
 pub use cursor::{Cursor, Direction, ScanBounds};
 pub use keys::{prefix_successor, KeyItem, ListState};
 pub use lpm::longest_prefix;
-pub use read::{count_range, get_value, read_value};
+pub use read::{count_range, get_value, leaf_page_of, read_value};
 pub use version::Version;
 pub use write::{Committed, Mutation, WriteTxn};
 

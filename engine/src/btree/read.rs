@@ -69,6 +69,11 @@ fn leaf_for(
     Ok(Some(page))
 }
 
+/// The number of the leaf page whose key range holds `key` (None for an empty tree).
+pub fn leaf_page_of(pool: &BufferPool, v: &Version, key: &[u8]) -> Result<Option<PageId>> {
+    Ok(leaf_for(pool, v, key, Access::Point)?.map(|p| p.id()))
+}
+
 /// Calls `f` with the value stored under `key`, if any; large values are read from their
 /// overflow pages into a temporary buffer.
 pub fn get_value<R>(

@@ -147,7 +147,7 @@ impl BufferPool {
     }
 
     fn check_id(&self, id: PageId) -> Result<()> {
-        if id < 2 || id >= MAX_PAGES {
+        if !(2..MAX_PAGES).contains(&id) {
             return Err(PageError::Malformed {
                 file: self.path().to_path_buf(),
                 page: id,

@@ -19,6 +19,10 @@ pub trait Storage: Send + Sync + std::fmt::Debug + 'static {
     fn sync(&self) -> Result<(), StorageError>;
     /// Current length in bytes.
     fn len(&self) -> Result<u64, StorageError>;
+    /// True when the file holds no byte.
+    fn is_empty(&self) -> Result<bool, StorageError> {
+        Ok(self.len()? == 0)
+    }
     /// Grows or shrinks the file to `len` bytes.
     fn set_len(&self, len: u64) -> Result<(), StorageError>;
     /// The path the file lives at, for error messages.

@@ -166,6 +166,16 @@ impl Tree {
         self.snapshot().longest_prefix_record(query)
     }
 
+    /// The longest stored key that is a prefix of `query` ending at a `boundary` byte of
+    /// `query` (or at its end), with its value.
+    pub fn longest_prefix_record_at(
+        &self,
+        query: &[u8],
+        boundary: u8,
+    ) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        self.snapshot().longest_prefix_record_at(query, boundary)
+    }
+
     /// Entries whose keys lie within `range`: two descents, whatever its size.
     pub fn count<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, range: R) -> Result<u64> {
         let v = self.shared.current.load();

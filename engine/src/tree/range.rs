@@ -191,9 +191,9 @@ impl Range {
                 (true, _, Bound::Unbounded) => c.seek_last()?,
             }
         } else if self.rev {
-            c.prev()?;
+            c.retreat()?;
         } else {
-            c.next()?;
+            c.advance()?;
         }
         Ok(())
     }

@@ -76,13 +76,26 @@ impl Snapshot {
 
     /// The longest stored key that is a prefix of `query`, with its value.
     pub fn longest_prefix_record(&self, query: &[u8]) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
-        self.longest_prefix_with(query, |k, v| (k.to_vec(), v.to_vec()))
+        self.longest_prefix_with(query, None, |k, v| (k.to_vec(), v.to_vec()))
     }
 
-    /// Calls `f` with the longest stored prefix of `query` and its value, without copies.
+    /// The longest stored key that is a prefix of `query` and ends at a `boundary` byte
+    /// of `query` (or at its end), with its value: for `/`-separated paths, the deepest
+    /// stored ancestor. Right on any key set, and it skips partial-segment candidates.
+    pub fn longest_prefix_record_at(
+        &self,
+        query: &[u8],
+        boundary: u8,
+    ) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        self.longest_prefix_with(query, Some(boundary), |k, v| (k.to_vec(), v.to_vec()))
+    }
+
+    /// Calls `f` with the longest stored prefix of `query` (ending at a `boundary` byte of
+    /// `query` when one is given) and its value, without copies.
     pub fn longest_prefix_with<R>(
         &self,
         query: &[u8],
+        boundary: Option<u8>,
         f: impl FnOnce(&[u8], &[u8]) -> R,
     ) -> Result<Option<R>> {
         let mut cursor = Cursor::new(
@@ -91,7 +104,7 @@ impl Snapshot {
             Access::Walk,
             0,
         );
-        if btree::longest_prefix(&mut cursor, query)?.is_none() {
+        if btree::longest_prefix(&mut cursor, query, boundary)?.is_none() {
             return Ok(None);
         }
         let Some(cell) = cursor.value() else {
@@ -122,6 +135,16 @@ impl Snapshot {
             as_ref_bound(&lo),
             as_ref_bound(&hi),
         )
+    }
+
+    /// The leaf page whose key range holds `key`: a diagnostic for I/O accounting.
+    pub fn leaf_page_of(&self, key: &[u8]) -> Result<Option<u64>> {
+        btree::leaf_page_of(&self.shared.pool, &self.version, key)
+    }
+
+    /// Tree height in this snapshot (0 when empty, 1 for a lone leaf).
+    pub fn height(&self) -> u32 {
+        self.version.height
     }
 
     /// Entries whose keys start with `prefix`.

@@ -1,0 +1,126 @@
+//! Bad input gets a typed error whose message says what to do, never a panic.
+
+use aimeta_engine::page::{Superblock, FORMAT_VERSION};
+use aimeta_engine::{Error, Tree, TreeConfig, MAX_KEY_LEN, MAX_VALUE_LEN};
+
+type TestResult = Result<(), Box<dyn std::error::Error>>;
+
+#[test]
+fn empty_and_oversized_keys_and_values_are_refused() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let tree = Tree::open(TreeConfig::new(dir.path()))?;
+    let e = tree.put(b"", b"v").expect_err("empty key");
+    assert!(
+        matches!(e, Error::EmptyKey { .. }) && e.to_string().contains("1 to 1024 bytes"),
+        "{e}"
+    );
+    let long = vec![b'k'; MAX_KEY_LEN + 1];
+    let e = tree.put(&long, b"v").expect_err("long key");
+    assert!(
+        matches!(
+            e,
+            Error::KeyTooLarge {
+                len: 1025,
+                max: 1024
+            }
+        ),
+        "{e}"
+    );
+    let big = vec![0u8; MAX_VALUE_LEN + 1];
+    let e = tree.put(b"k", &big).expect_err("big value");
+    assert!(e.to_string().contains(&MAX_VALUE_LEN.to_string()), "{e}");
+    assert!(tree.delete(b"").is_err());
+    // Keys and values at the limits are accepted, large values through overflow pages.
+    let max_key = vec![b'm'; MAX_KEY_LEN];
+    let value = vec![7u8; 200_000];
+    tree.put(&max_key, &value)?;
+    assert_eq!(tree.get(&max_key)?, Some(value));
+    tree.put(b"empty", b"")?;
+    assert_eq!(tree.get(b"empty")?, Some(Vec::new()));
+    Ok(())
+}
+
+#[test]
+fn cas_with_a_bad_key_is_an_error_not_a_conflict() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tree = Tree::open(TreeConfig::new(dir.path())).expect("open");
+    assert!(matches!(
+        tree.compare_and_swap(b"", None, Some(b"v")),
+        Err(Error::EmptyKey { .. })
+    ));
+}
+
+#[test]
+fn a_directory_holding_other_files_is_refused() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    std::fs::write(dir.path().join("notes.txt"), b"hello")?;
+    let e = Tree::open(TreeConfig::new(dir.path())).expect_err("foreign dir");
+    assert!(matches!(e, Error::ForeignDirectory { .. }), "{e}");
+    assert!(
+        e.to_string().contains("notes.txt") && e.to_string().contains("empty"),
+        "{e}"
+    );
+    Ok(())
+}
+
+#[test]
+fn a_budget_below_the_minimum_is_refused() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let e = Tree::open(TreeConfig::new(dir.path()).cache_bytes(4096)).expect_err("tiny pool");
+    assert!(matches!(e, Error::CacheTooSmall { .. }), "{e}");
+    assert!(e.to_string().contains("cache_bytes"), "{e}");
+    let e =
+        Tree::open(TreeConfig::new(dir.path().join("x")).page_size(3000)).expect_err("page size");
+    assert!(matches!(e, Error::InvalidConfig { .. }), "{e}");
+    Ok(())
+}
+
+#[test]
+fn a_file_of_a_newer_format_is_refused() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    drop(Tree::open(TreeConfig::new(dir.path()))?);
+    let path = dir.path().join("data.aimkv");
+    let mut bytes = std::fs::read(&path)?;
+    let sb = Superblock::decode(&bytes[..128]).map_err(|e| e.to_string())?;
+    for slot in 0..2usize {
+        let newer = Superblock {
+            version: FORMAT_VERSION + 1,
+            ..sb
+        };
+        newer.encode(&mut bytes[slot * 4096..slot * 4096 + 128]);
+    }
+    std::fs::write(&path, &bytes)?;
+    let e = Tree::open(TreeConfig::new(dir.path())).expect_err("newer format");
+    assert!(matches!(e, Error::FormatTooNew { .. }), "{e}");
+    assert!(e.to_string().contains("newer aimeta-engine"), "{e}");
+    Ok(())
+}
+
+#[test]
+fn a_foreign_data_file_is_refused() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    std::fs::write(dir.path().join("data.aimkv"), vec![0x5Au8; 16384])?;
+    let e = Tree::open(TreeConfig::new(dir.path())).expect_err("foreign file");
+    assert!(matches!(e, Error::BadMagic { .. }), "{e}");
+    Ok(())
+}
+
+#[test]
+fn bulk_load_refuses_unsorted_input_and_a_non_empty_tree() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let tree = Tree::open(TreeConfig::new(dir.path()))?;
+    let e = tree
+        .bulk_load([
+            (b"b".to_vec(), b"1".to_vec()),
+            (b"a".to_vec(), b"2".to_vec()),
+        ])
+        .expect_err("unsorted");
+    assert!(matches!(e, Error::BulkLoadUnsorted { index: 1 }), "{e}");
+    assert!(tree.is_empty());
+    tree.put(b"x", b"y")?;
+    let e = tree
+        .bulk_load([(b"z".to_vec(), b"1".to_vec())])
+        .expect_err("not empty");
+    assert!(matches!(e, Error::BulkLoadNotEmpty { entries: 1 }), "{e}");
+    Ok(())
+}

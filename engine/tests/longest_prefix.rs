@@ -1,0 +1,206 @@
+//! Longest-prefix lookups: right on prefix-closed chain sets and on sets that are not
+//! prefix-closed (where bisecting over candidate lengths with point gets goes wrong), and
+//! cheap on a cold pool: at most twice the tree's height in pages.
+
+mod common;
+
+use std::collections::BTreeMap;
+
+use aimeta_engine::{Tree, TreeConfig};
+use common::{model_lpm, TestResult};
+
+/// A tiny deterministic generator (xorshift), so the test needs no seed file.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+}
+
+/// Chain `c`: `kv/llama70b/<h0>/<h1>/...` with `depth` levels of 9 bytes each.
+fn chain(rng: &mut Rng, depth: usize) -> Vec<Vec<u8>> {
+    let mut key = b"kv/llama70b".to_vec();
+    let mut levels = Vec::with_capacity(depth);
+    for _ in 0..depth {
+        key.extend_from_slice(format!("/{:08x}", rng.next() as u32).as_bytes());
+        levels.push(key.clone());
+    }
+    levels
+}
+
+/// The seed report's bisect over candidate lengths with get: right only on prefix-closed sets.
+fn bisect(
+    tree: &Tree,
+    q: &[u8],
+    level_len: usize,
+    base: usize,
+) -> Result<Option<Vec<u8>>, aimeta_engine::Error> {
+    let max_levels = (q.len() - base) / level_len;
+    let (mut lo, mut hi) = (0usize, max_levels);
+    let mut best = None;
+    while lo < hi {
+        let mid = (lo + hi).div_ceil(2);
+        let cand = &q[..base + mid * level_len];
+        if tree.get(cand)?.is_some() {
+            best = Some(cand.to_vec());
+            lo = mid;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    Ok(best)
+}
+
+#[test]
+fn native_lookup_agrees_with_brute_force_and_bisect_on_chains() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let tree = Tree::open(TreeConfig::new(dir.path()).cache_bytes(32 * 4096))?;
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    let mut model = BTreeMap::new();
+    let mut chains = Vec::new();
+    for c in 0..600u32 {
+        let depth = 4 + (rng.next() % 29) as usize;
+        let levels = chain(&mut rng, depth);
+        for l in &levels {
+            model.insert(l.clone(), c.to_le_bytes().repeat(10));
+        }
+        chains.push(levels);
+    }
+    tree.bulk_load(model.iter())?;
+    for (n, levels) in chains.iter().enumerate() {
+        let mut q = levels.last().ok_or("empty chain")?.clone();
+        if n % 5 == 4 {
+            q = format!(
+                "kv/llama70b/{:08x}/{:08x}",
+                rng.next() as u32,
+                rng.next() as u32
+            )
+            .into_bytes();
+        } else {
+            q.extend_from_slice(b"/0badf00d/1badf00d");
+        }
+        let native = tree.longest_prefix_record(&q)?;
+        assert_eq!(
+            native,
+            model_lpm(&model, &q),
+            "query {}",
+            String::from_utf8_lossy(&q)
+        );
+        let bis = bisect(&tree, &q, 9, b"kv/llama70b".len())?;
+        assert_eq!(
+            native.map(|(k, _)| k),
+            bis,
+            "bisect disagrees on a prefix-closed set"
+        );
+    }
+    Ok(())
+}
+
+#[test]
+fn native_lookup_is_right_where_bisect_is_wrong() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let tree = Tree::open(TreeConfig::new(dir.path()))?;
+    // Not prefix-closed: "a/b" and "a/b/c" are missing.
+    for k in [&b"a"[..], b"a/b/c/d", b"a/b/c/e/f", b"b"] {
+        tree.put(k, k)?;
+    }
+    let q = b"a/b/c/d/x/y";
+    assert_eq!(
+        tree.longest_prefix_record(q)?.map(|(k, _)| k),
+        Some(b"a/b/c/d".to_vec())
+    );
+    // Candidate lengths 1..=11 bisected with get: probes "a/b/c/" (missing), concludes shorter.
+    let mut lo = 0usize;
+    let mut hi = q.len();
+    while lo < hi {
+        let mid = (lo + hi).div_ceil(2);
+        if tree.get(&q[..mid])?.is_some() {
+            lo = mid;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    assert_eq!(
+        &q[..lo],
+        b"a",
+        "bisect is expected to miss the longer stored prefix"
+    );
+    assert_eq!(
+        tree.longest_prefix_record(b"a/b/c/e")?.map(|(k, _)| k),
+        Some(b"a".to_vec())
+    );
+    assert_eq!(tree.longest_prefix_record(b"c")?, None);
+    assert_eq!(tree.longest_prefix_record(b"")?, None);
+    // Keys holding 0x00 and 0xFF.
+    tree.put(&[0x00], b"z")?;
+    tree.put(&[0x00, 0xFF, 0xFF], b"zz")?;
+    assert_eq!(
+        tree.longest_prefix_record(&[0x00, 0xFF, 0xFF, 0x00])?
+            .map(|(k, _)| k),
+        Some(vec![0x00, 0xFF, 0xFF])
+    );
+    assert_eq!(
+        tree.longest_prefix_record(&[0x00, 0xFF, 0xFE])?
+            .map(|(k, _)| k),
+        Some(vec![0x00])
+    );
+    Ok(())
+}
+
+#[test]
+fn a_cold_lookup_reads_at_most_twice_the_height() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let mut rng = Rng(42);
+    let mut model = BTreeMap::new();
+    let mut queries = Vec::new();
+    for c in 0..4000u32 {
+        let depth = 4 + (rng.next() % 29) as usize;
+        let levels = chain(&mut rng, depth);
+        for l in &levels {
+            model.insert(l.clone(), c.to_le_bytes().repeat(10));
+        }
+        if c % 400 == 0 {
+            let mut q = levels.last().ok_or("empty chain")?.clone();
+            q.extend_from_slice(b"/00000000/11111111");
+            queries.push(q);
+            queries.push(
+                format!(
+                    "kv/llama70b/{:08x}/{:08x}",
+                    rng.next() as u32,
+                    rng.next() as u32
+                )
+                .into_bytes(),
+            );
+        }
+    }
+    {
+        let tree = Tree::open(TreeConfig::new(dir.path()).cache_bytes(16 * 4096))?;
+        tree.bulk_load(model.iter())?;
+        assert!(tree.size_on_disk()? > 40 * 16 * 4096);
+    }
+    for (n, q) in queries.iter().enumerate() {
+        let tree = Tree::open(TreeConfig::new(dir.path()).cache_bytes(16 * 4096))?;
+        let height = u64::from(tree.snapshot().height());
+        let before = tree.metrics();
+        // Hits (even n) use the general lookup; misses the '/'-boundary form, which skips
+        // partial-segment candidates that the general form must check leaf by leaf.
+        let got = if n % 2 == 0 {
+            tree.longest_prefix_record(q)?
+        } else {
+            tree.longest_prefix_record_at(q, b'/')?
+        };
+        let used = tree.metrics().since(&before);
+        assert_eq!(got, model_lpm(&model, q));
+        assert!(
+            used.bm_pages_read <= 2 * height,
+            "lookup of {} read {} pages, height {height}",
+            String::from_utf8_lossy(q),
+            used.bm_pages_read
+        );
+        assert_eq!(used.bm_scan_full_blob_reads, 0);
+    }
+    Ok(())
+}
