@@ -59,3 +59,8 @@ pub use pool::{Metrics, ScanIo};
 pub use tree::{
     CasConflict, Keys, KeysBuilder, Range, RangeBuilder, Snapshot, Tree, TreeConfig, WriteBatch,
 };
+
+/// The README's example, compiled and run as a doc test.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeDoctests;
