@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 pub use crate::page::PageError;
 pub use crate::storage::StorageError;
+pub use crate::wal::WalError;
 
 /// Result alias used across the engine.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -19,6 +20,17 @@ pub enum Error {
     /// A page failed its checksum or structural checks: the file is corrupt.
     #[error(transparent)]
     Page(#[from] PageError),
+
+    /// The write-ahead log is damaged before its tail.
+    #[error(transparent)]
+    Wal(#[from] WalError),
+
+    /// An earlier write or fsync failed, so the tree refuses writes; reads still work.
+    #[error("writes are refused because an earlier write or fsync failed ({reason}); reads still work: reopen the tree to recover from its log")]
+    WritesRefused {
+        /// The failure that stopped writes.
+        reason: String,
+    },
 
     /// Keys must hold at least one byte.
     #[error("empty key: keys must be 1 to {max} bytes long")]
@@ -157,7 +169,10 @@ impl Error {
     pub fn is_corruption(&self) -> bool {
         matches!(
             self,
-            Error::Page(_) | Error::SuperblockCorrupt { .. } | Error::Integrity { .. }
+            Error::Page(_)
+                | Error::Wal(_)
+                | Error::SuperblockCorrupt { .. }
+                | Error::Integrity { .. }
         )
     }
 }

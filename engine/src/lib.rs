@@ -52,12 +52,14 @@ pub mod page;
 pub mod pool;
 pub mod storage;
 mod tree;
+pub mod wal;
 
 pub use btree::{CheckReport, KeyItem, MAX_KEY_LEN, MAX_VALUE_LEN};
 pub use error::{Error, PageErrorKind, Result};
 pub use pool::{Metrics, ScanIo};
 pub use tree::{
-    CasConflict, Keys, KeysBuilder, Range, RangeBuilder, Snapshot, Tree, TreeConfig, WriteBatch,
+    CasConflict, Durability, Keys, KeysBuilder, Range, RangeBuilder, Snapshot, Tree, TreeConfig,
+    WriteBatch,
 };
 
 /// The README's example, compiled and run as a doc test.

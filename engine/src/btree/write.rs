@@ -79,6 +79,8 @@ pub struct WriteTxn<'a> {
     runs: HashMap<PageId, u64>,
     overflow: HashMap<PageId, Vec<u8>>,
     frees: Vec<(PageId, u64, u64)>,
+    /// The mutations applied, encoded for the log (when logging).
+    log: Option<(u32, Vec<u8>)>,
 }
 
 /// What a committed transaction produced.
@@ -116,7 +118,19 @@ impl<'a> WriteTxn<'a> {
             runs: HashMap::new(),
             overflow: HashMap::new(),
             frees: Vec::new(),
+            log: None,
         }
+    }
+
+    /// Records every applied mutation for the write-ahead log.
+    pub fn with_log(mut self) -> Self {
+        self.log = Some((0, Vec::new()));
+        self
+    }
+
+    /// The mutations applied so far, encoded for the log: (count, payload).
+    pub fn log_payload(&self) -> Option<(u32, &[u8])> {
+        self.log.as_ref().map(|(n, p)| (*n, p.as_slice()))
     }
 
     /// True when nothing has changed.
@@ -270,6 +284,13 @@ impl<'a> WriteTxn<'a> {
 
     /// Applies one mutation; returns false when it changed nothing (a missing delete).
     pub fn apply(&mut self, m: Mutation<'_>) -> Result<bool> {
+        if let Some((n, payload)) = &mut self.log {
+            match m {
+                Mutation::Put(k, v) => crate::wal::encode_ops(payload, k, Some(v)),
+                Mutation::Delete(k) => crate::wal::encode_ops(payload, k, None),
+            }
+            *n += 1;
+        }
         let Some(root) = self.root else {
             if let Mutation::Put(k, v) = m {
                 let value = self.store_value(k, v);

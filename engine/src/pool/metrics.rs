@@ -124,6 +124,18 @@ pub struct Metrics {
     pub commit_seq: u64,
     /// Sequence of the latest durable checkpoint.
     pub checkpoint_seq: u64,
+    /// Log records appended since open.
+    pub wal_records: u64,
+    /// Log bytes appended since open.
+    pub wal_bytes: u64,
+    /// Log fdatasync calls for commits (group commit shares them).
+    pub wal_syncs: u64,
+    /// Torn log tails cut off when the tree was opened.
+    pub wal_torn_tails: u64,
+    /// Log records replayed when the tree was opened.
+    pub wal_replayed_records: u64,
+    /// Checkpoints completed since open.
+    pub checkpoints: u64,
 }
 
 impl Metrics {

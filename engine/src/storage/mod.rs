@@ -1,12 +1,40 @@
 //! The storage layer: a byte-addressed file under the buffer pool (and, later, the log).
 
 mod error;
+mod fault;
 mod file;
+mod sim;
 
 pub use error::StorageError;
+pub use fault::{FaultPlan, FaultyOpener};
 pub use file::FileStorage;
+pub use sim::{SimDisk, SimFile};
 
 use std::path::Path;
+use std::sync::Arc;
+
+/// Opens the files of a tree (data file and logs). The default opens real files; tests
+/// pass a [`SimDisk`] or a [`FaultyOpener`] through `TreeConfig::storage`.
+pub trait StorageOpener: Send + Sync + std::fmt::Debug + 'static {
+    /// Opens `path`, creating it when `create` is set and it does not exist.
+    fn open(&self, path: &Path, create: bool) -> Result<Arc<dyn Storage>, StorageError>;
+    /// True when `path` exists and holds at least one byte.
+    fn exists(&self, path: &Path) -> bool;
+}
+
+/// Opens real files.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct FileOpener;
+
+impl StorageOpener for FileOpener {
+    fn open(&self, path: &Path, create: bool) -> Result<Arc<dyn Storage>, StorageError> {
+        Ok(Arc::new(FileStorage::open(path, create)?))
+    }
+
+    fn exists(&self, path: &Path) -> bool {
+        std::fs::metadata(path).is_ok_and(|m| m.len() > 0)
+    }
+}
 
 /// A random-access file. The buffer pool reads and writes pages through it, so tests can
 /// put a fault-injecting implementation underneath.

@@ -1,8 +1,32 @@
 //! Tree configuration.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
 
 use crate::pool::ScanIo;
+use crate::storage::{FileOpener, StorageOpener};
+
+/// What a commit promises when it returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Durability {
+    /// No log: commits reach the file at the next checkpoint. A crash loses what was
+    /// committed since the last checkpoint and never corrupts the tree.
+    None,
+    /// Each commit is appended to the log before it returns. `sync: false`: handed to the
+    /// OS, so a process crash loses nothing acknowledged and a power loss may lose a
+    /// suffix of commits, never one in the middle. `sync: true`: on disk before the
+    /// commit returns; concurrent committers share one fdatasync.
+    Wal {
+        /// fdatasync the log before each commit returns.
+        sync: bool,
+    },
+}
+
+/// Default: checkpoint once the log holds 64 MiB.
+pub const DEFAULT_CHECKPOINT_LOG_BYTES: u64 = 64 << 20;
+/// Default: checkpoint at least every 30 seconds while there are changes.
+pub const DEFAULT_CHECKPOINT_INTERVAL: Duration = Duration::from_secs(30);
 
 /// Default page size: 4 KiB.
 pub const DEFAULT_PAGE_SIZE: u32 = 4096;
@@ -26,6 +50,11 @@ pub struct TreeConfig {
     pub(crate) frame_size: u32,
     pub(crate) scan_io: ScanIo,
     pub(crate) readahead_bytes: u32,
+    pub(crate) durability: Durability,
+    pub(crate) background_checkpoints: bool,
+    pub(crate) checkpoint_interval: Duration,
+    pub(crate) checkpoint_log_bytes: u64,
+    pub(crate) opener: Arc<dyn StorageOpener>,
 }
 
 impl TreeConfig {
@@ -40,7 +69,43 @@ impl TreeConfig {
             frame_size: DEFAULT_FRAME_SIZE,
             scan_io: ScanIo::Paged,
             readahead_bytes: DEFAULT_READAHEAD_BYTES,
+            durability: Durability::Wal { sync: false },
+            background_checkpoints: true,
+            checkpoint_interval: DEFAULT_CHECKPOINT_INTERVAL,
+            checkpoint_log_bytes: DEFAULT_CHECKPOINT_LOG_BYTES,
+            opener: Arc::new(FileOpener),
         }
+    }
+
+    /// What commits promise (default `Durability::Wal { sync: false }`).
+    pub fn durability(mut self, d: Durability) -> Self {
+        self.durability = d;
+        self
+    }
+
+    /// Runs the background checkpointer (default on).
+    pub fn background_checkpoints(mut self, on: bool) -> Self {
+        self.background_checkpoints = on;
+        self
+    }
+
+    /// The background checkpointer runs at least this often while there are changes.
+    pub fn checkpoint_interval(mut self, every: Duration) -> Self {
+        self.checkpoint_interval = every;
+        self
+    }
+
+    /// The background checkpointer runs once the log holds this many bytes.
+    pub fn checkpoint_log_bytes(mut self, bytes: u64) -> Self {
+        self.checkpoint_log_bytes = bytes;
+        self
+    }
+
+    /// Opens the tree's files through `opener` instead of the file system: tests pass a
+    /// simulated disk or a fault injector.
+    pub fn storage(mut self, opener: Arc<dyn StorageOpener>) -> Self {
+        self.opener = opener;
+        self
     }
 
     /// Buffer-pool budget in bytes.

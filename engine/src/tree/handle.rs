@@ -5,25 +5,22 @@
 
 use std::collections::VecDeque;
 use std::ops::{Bound, RangeBounds};
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex};
 
 use arc_swap::ArcSwap;
 
+use super::background::{Background, Signal};
 use super::batch::WriteBatch;
 use super::config::TreeConfig;
 use super::keys::KeysBuilder;
-use super::open::{open, write_superblock};
+use super::open::open;
 use super::range::RangeBuilder;
+use super::shared::{DurabilityStats, Shared, Writer};
 use super::snapshot::Snapshot;
 use crate::btree::{self, CheckReport, Mutation, Version, WriteTxn, MAX_KEY_LEN, MAX_VALUE_LEN};
 use crate::error::{Error, Result};
-use crate::frame::Allocator;
-use crate::page::{
-    encode_freelist_pages, freelist_pages_needed, seal, PageId, Superblock, FORMAT_VERSION,
-};
-use crate::pool::{lock_pub as lock, Access, BufferPool, Counter, Metrics};
+use crate::pool::{lock_pub as lock, Access, Counter, Metrics};
 
 /// A compare-and-swap found another value than the one expected.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,35 +29,12 @@ pub struct CasConflict {
     pub current: Option<Vec<u8>>,
 }
 
-/// State only the writer touches.
-pub(crate) struct Writer {
-    pub alloc: Allocator,
-    pub seq: u64,
-    pub durable_seq: u64,
-    pub generation: u64,
-    pub next_slot: u8,
-    pub freelist_pages: Vec<PageId>,
-}
-
-/// Everything a `Tree` handle shares.
-pub(crate) struct Shared {
-    pub dir: PathBuf,
-    pub pool: Arc<BufferPool>,
-    pub current: ArcSwap<Version>,
-    pub writer: Mutex<Writer>,
-    live: Mutex<VecDeque<Weak<Version>>>,
-    pub readahead_pages: usize,
-    durable_seq: AtomicU64,
-    file_pages: AtomicU64,
-    free_pages: AtomicU64,
-    _lock: std::fs::File,
-}
-
 /// An embedded ordered key-value store: a copy-on-write B+tree of 4 KiB pages in 512 KiB
 /// frames under a page-granular buffer pool. Cheap to clone; `Send + Sync`.
 #[derive(Clone)]
 pub struct Tree {
     pub(crate) shared: Arc<Shared>,
+    _background: Arc<Background>,
 }
 
 impl std::fmt::Debug for Tree {
@@ -108,8 +82,8 @@ impl Tree {
     pub fn open(config: TreeConfig) -> Result<Tree> {
         let o = open(&config)?;
         let ps = o.pool.geometry().page_bytes();
-        let readahead_pages = config.readahead_bytes as usize / ps;
-        let shared = Shared {
+        let signal = Arc::new(Signal::default());
+        let shared = Arc::new(Shared {
             dir: config.dir.clone(),
             current: ArcSwap::from_pointee(o.version),
             writer: Mutex::new(Writer {
@@ -121,15 +95,46 @@ impl Tree {
                 alloc: o.alloc,
             }),
             live: Mutex::new(VecDeque::new()),
-            readahead_pages,
+            readahead_pages: config.readahead_bytes as usize / ps,
             durable_seq: AtomicU64::new(o.superblock.seq),
             file_pages: AtomicU64::new(o.superblock.page_count),
             free_pages: AtomicU64::new(o.superblock.free_pages),
             pool: o.pool,
-            _lock: o.lock,
-        };
+            wal: o.wal.wal,
+            durability: config.durability,
+            poisoned: Mutex::new(None),
+            checkpointing: Mutex::new(()),
+            checkpoint_log_bytes: config.checkpoint_log_bytes,
+            signal: signal.clone(),
+            stats: DurabilityStats::default(),
+            _lock_file: o.lock,
+        });
+        shared
+            .stats
+            .torn_tails
+            .store(o.wal.torn_tails, Ordering::Relaxed);
+        let start = o.superblock.seq;
+        let pending: Vec<_> = o
+            .wal
+            .records
+            .into_iter()
+            .filter(|r| r.seq > start)
+            .collect();
+        for rec in &pending {
+            shared.replay(rec)?;
+        }
+        if !pending.is_empty() {
+            shared.checkpoint()?;
+        }
+        let background = Background::start(
+            Arc::downgrade(&shared),
+            signal,
+            config.checkpoint_interval,
+            config.background_checkpoints,
+        );
         Ok(Tree {
-            shared: Arc::new(shared),
+            shared,
+            _background: Arc::new(background),
         })
     }
 
@@ -258,37 +263,7 @@ impl Tree {
 
     /// Runs `f` in a write transaction and commits what it changed.
     fn write<R>(&self, f: impl FnOnce(&mut WriteTxn<'_>) -> Result<R>) -> Result<R> {
-        let sh = &self.shared;
-        let mut w = lock(&sh.writer);
-        let cur = sh.current.load_full();
-        let seq = w.seq + 1;
-        let committed = {
-            let mut txn = WriteTxn::new(
-                &sh.pool,
-                &mut w.alloc,
-                seq,
-                cur.root.as_ref().map(|p| p.id()),
-                cur.height,
-                cur.entries,
-            );
-            let r = f(&mut txn)?;
-            if txn.is_empty() {
-                return Ok(r);
-            }
-            (txn.commit()?, r)
-        };
-        let (c, r) = committed;
-        w.seq = seq;
-        sh.publish(
-            &mut w,
-            Version {
-                seq,
-                root: c.root,
-                height: c.height,
-                entries: c.entries,
-            },
-        );
-        Ok(r)
+        self.shared.write(f)
     }
 
     /// Loads sorted, duplicate-free pairs into an empty tree: full leaves written to
@@ -330,7 +305,8 @@ impl Tree {
                 entries: loaded.entries,
             },
         );
-        sh.checkpoint_locked(&mut w)?;
+        drop(w);
+        sh.checkpoint()?;
         Ok(loaded.entries)
     }
 
@@ -375,6 +351,12 @@ impl Tree {
             free_pages: sh.free_pages.load(Ordering::Relaxed),
             commit_seq: v.seq,
             checkpoint_seq: sh.durable_seq.load(Ordering::Relaxed),
+            wal_records: sh.wal.records.load(Ordering::Relaxed),
+            wal_bytes: sh.wal.bytes.load(Ordering::Relaxed),
+            wal_syncs: sh.wal.syncs.load(Ordering::Relaxed),
+            wal_torn_tails: sh.stats.torn_tails.load(Ordering::Relaxed),
+            wal_replayed_records: sh.stats.replayed.load(Ordering::Relaxed),
+            checkpoints: sh.stats.checkpoints.load(Ordering::Relaxed),
         }
     }
 
@@ -389,152 +371,10 @@ impl Tree {
     }
 }
 
-impl Shared {
-    /// Makes `v` the current version and frees what no reader can reach any more.
-    fn publish(&self, w: &mut Writer, v: Version) {
-        let sh = self;
-        if let Some(r) = &v.root {
-            sh.pool.set_pinned(r, true);
-        }
-        let new_root = v.root.as_ref().map(|p| p.id());
-        let old = sh.current.swap(Arc::new(v));
-        if let Some(r) = &old.root {
-            if Some(r.id()) != new_root {
-                sh.pool.set_pinned(r, false);
-            }
-        }
-        lock(&sh.live).push_back(Arc::downgrade(&old));
-        drop(old);
-        self.reclaim(w);
-    }
-
-    fn oldest_live_seq(&self) -> u64 {
-        let mut live = lock(&self.live);
-        while let Some(front) = live.front() {
-            if let Some(v) = front.upgrade() {
-                return v.seq;
-            }
-            live.pop_front();
-        }
-        self.current.load().seq
-    }
-
-    fn reclaim(&self, w: &mut Writer) {
-        let oldest = self.oldest_live_seq();
-        for (first, len) in w.alloc.reclaim(oldest, w.durable_seq) {
-            for p in first..first + len {
-                self.pool.discard(p);
-            }
-        }
-        self.file_pages
-            .store(w.alloc.page_count(), Ordering::Relaxed);
-        self.free_pages
-            .store(w.alloc.free_pages(), Ordering::Relaxed);
-    }
-
-    fn checkpoint_locked(&self, w: &mut Writer) -> Result<()> {
-        let sh = self;
-        let cur = sh.current.load_full();
-        let pool = &sh.pool;
-        let geo = pool.geometry();
-        let ps = geo.page_bytes();
-        pool.flush_dirty()?;
-        let old_fl: Vec<(PageId, u64)> = w.freelist_pages.iter().map(|&p| (p, 1)).collect();
-        let mut fl_ids: Vec<PageId> = Vec::new();
-        let extents = loop {
-            let mut all = w.alloc.extents_for_checkpoint();
-            all.extend(old_fl.iter().copied());
-            let merged = merge_extents(all);
-            if fl_ids.len() >= freelist_pages_needed(merged.len(), ps) {
-                break merged;
-            }
-            fl_ids.push(w.alloc.alloc(1));
-        };
-        pool.ensure_len(w.alloc.page_count())?;
-        let free_pages: u64 = extents.iter().map(|&(_, l)| u64::from(l)).sum();
-        let generation = w.generation + 1;
-        for (id, mut page) in fl_ids
-            .iter()
-            .zip(encode_freelist_pages(&extents, &fl_ids, cur.seq, ps))
-        {
-            seal(&mut page);
-            pool.write_run(*id, &page)?;
-        }
-        pool.storage().sync()?;
-        let sb = Superblock {
-            version: FORMAT_VERSION,
-            page_size: geo.page_size,
-            frame_size: geo.frame_size,
-            seq: cur.seq,
-            root: cur.root.as_ref().map_or(0, |p| p.id()),
-            height: cur.height,
-            entries: cur.entries,
-            page_count: w.alloc.page_count(),
-            freelist: fl_ids.first().copied().unwrap_or(0),
-            freelist_pages: fl_ids.len() as u64,
-            free_pages,
-            log_start: 0,
-            generation,
-        };
-        write_superblock(pool.storage().as_ref(), &sb, w.next_slot)?;
-        pool.storage().sync()?;
-        w.next_slot ^= 1;
-        w.generation = generation;
-        w.durable_seq = cur.seq;
-        sh.durable_seq.store(cur.seq, Ordering::Relaxed);
-        for (p, _) in old_fl {
-            w.alloc.release(p, 1);
-        }
-        w.freelist_pages = fl_ids;
-        self.reclaim(w);
-        Ok(())
-    }
-
-    /// Checkpoints under the writer lock.
-    pub fn checkpoint(&self) -> Result<()> {
-        let mut w = lock(&self.writer);
-        self.checkpoint_locked(&mut w)
-    }
-}
-
 pub(crate) fn as_ref_bound(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
     match b {
         Bound::Included(k) => Bound::Included(k.as_slice()),
         Bound::Excluded(k) => Bound::Excluded(k.as_slice()),
         Bound::Unbounded => Bound::Unbounded,
-    }
-}
-
-/// Sorts and coalesces extents, splitting any longer than a free-list record holds.
-fn merge_extents(mut all: Vec<(PageId, u64)>) -> Vec<(PageId, u32)> {
-    all.sort_unstable();
-    let mut merged: Vec<(PageId, u64)> = Vec::with_capacity(all.len());
-    for (s, l) in all {
-        match merged.last_mut() {
-            Some((ms, ml)) if *ms + *ml == s => *ml += l,
-            _ => merged.push((s, l)),
-        }
-    }
-    let mut out = Vec::with_capacity(merged.len());
-    for (mut s, mut l) in merged {
-        while l > 0 {
-            let take = l.min(u64::from(u32::MAX));
-            out.push((s, take as u32));
-            s += take;
-            l -= take;
-        }
-    }
-    out
-}
-
-impl Drop for Shared {
-    /// Closing checkpoints what was committed since the last checkpoint, so that a clean
-    /// shutdown loses nothing. Errors cannot be reported from drop; call
-    /// `Tree::checkpoint` first to see them.
-    fn drop(&mut self) {
-        let cur = self.current.load_full();
-        if cur.seq != self.durable_seq.load(Ordering::Relaxed) {
-            let _ = self.checkpoint();
-        }
     }
 }

@@ -2,16 +2,18 @@
 //! compare-and-swap, atomic batches, range scans, delimiter listings, longest-prefix
 //! lookups, counts, snapshots, bulk load, checkpoints and metrics.
 
+mod background;
 mod batch;
 mod config;
 mod handle;
 mod keys;
 mod open;
 mod range;
+mod shared;
 mod snapshot;
 
 pub use batch::WriteBatch;
-pub use config::TreeConfig;
+pub use config::{Durability, TreeConfig};
 pub use handle::{CasConflict, Tree};
 pub use keys::{Keys, KeysBuilder};
 pub use range::{Range, RangeBuilder};

@@ -13,7 +13,8 @@ use crate::page::{
     decode_freelist_page, MetaReject, PageId, PageKind, Superblock, FORMAT_VERSION, META_LEN,
 };
 use crate::pool::{Access, BufferPool, PoolConfig};
-use crate::storage::{FileStorage, Storage, StorageError};
+use crate::storage::{Storage, StorageError};
+use crate::wal::{Wal, WalOpened, WAL_FILES};
 
 /// Name of the data file inside the tree directory.
 pub const DATA_FILE: &str = "data.aimkv";
@@ -29,6 +30,7 @@ pub struct Opened {
     pub slot: u8,
     pub freelist_pages: Vec<PageId>,
     pub lock: fs::File,
+    pub wal: WalOpened,
 }
 
 /// Checks the directory: created when missing; when it has no data file it must be empty.
@@ -49,7 +51,7 @@ fn prepare_dir(dir: &Path) -> Result<PathBuf> {
         for entry in entries {
             let entry = entry.map_err(|e| StorageError::io("list directory", dir, 0, e))?;
             let name = entry.file_name().to_string_lossy().into_owned();
-            if name != LOCK_FILE {
+            if name != LOCK_FILE && !WAL_FILES.contains(&name.as_str()) {
                 return Err(Error::ForeignDirectory {
                     dir: dir.to_path_buf(),
                     found: name,
@@ -106,10 +108,13 @@ pub fn write_superblock(storage: &dyn Storage, sb: &Superblock, slot: u8) -> Res
 pub fn open(cfg: &TreeConfig) -> Result<Opened> {
     let data = prepare_dir(&cfg.dir)?;
     let lock = lock_dir(&cfg.dir)?;
-    let fresh = !data.exists() || fs::metadata(&data).map(|m| m.len() == 0).unwrap_or(false);
-    let storage: Arc<dyn Storage> = Arc::new(FileStorage::open(&data, true)?);
-    if fresh {
-        return create(cfg, storage, lock);
+    let storage: Arc<dyn Storage> = cfg.opener.open(&data, true)?;
+    // A superblock an earlier process wrote may not be on disk yet; recovery is about to
+    // rely on it (and let log records go), so make it durable first.
+    storage.sync()?;
+    let wal = Wal::open(cfg.opener.as_ref(), &cfg.dir)?;
+    if storage.len()? == 0 {
+        return create(cfg, storage, lock, wal);
     }
     let (sb, slot) = read_superblock(storage.as_ref())?;
     let geo =
@@ -182,10 +187,16 @@ pub fn open(cfg: &TreeConfig) -> Result<Opened> {
         slot,
         freelist_pages: fl_pages,
         lock,
+        wal,
     })
 }
 
-fn create(cfg: &TreeConfig, storage: Arc<dyn Storage>, lock: fs::File) -> Result<Opened> {
+fn create(
+    cfg: &TreeConfig,
+    storage: Arc<dyn Storage>,
+    lock: fs::File,
+    wal: WalOpened,
+) -> Result<Opened> {
     let geo = Geometry::new(cfg.page_size, cfg.frame_size)
         .map_err(|reason| Error::InvalidConfig { reason })?;
     let capacity = capacity_pages(cfg, geo)?;
@@ -225,6 +236,7 @@ fn create(cfg: &TreeConfig, storage: Arc<dyn Storage>, lock: fs::File) -> Result
         slot: 0,
         freelist_pages: Vec::new(),
         lock,
+        wal,
     })
 }
 

@@ -3,9 +3,10 @@
 use std::ops::RangeBounds;
 use std::sync::Arc;
 
-use super::handle::{as_ref_bound, Shared};
+use super::handle::as_ref_bound;
 use super::keys::KeysBuilder;
 use super::range::RangeBuilder;
+use super::shared::Shared;
 use crate::btree::{self, prefix_successor, Cursor, Version};
 use crate::error::Result;
 use crate::pool::Access;

@@ -1,0 +1,93 @@
+//! The background checkpointer: a thread that checkpoints when the log passes its size
+//! threshold (writers kick it) or when the interval elapses with changes pending. It holds
+//! only a weak reference, so it never keeps a closed tree alive, and it stops (joined)
+//! when the last `Tree` handle is dropped.
+
+use std::sync::{Arc, Condvar, Mutex, Weak};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use super::shared::Shared;
+use crate::pool::lock_pub as lock;
+
+/// Wake-ups for the checkpointer.
+#[derive(Debug, Default)]
+pub(crate) struct Signal {
+    state: Mutex<(bool, bool)>,
+    cv: Condvar,
+}
+
+impl Signal {
+    /// Asks for a checkpoint soon.
+    pub fn kick(&self) {
+        lock(&self.state).1 = true;
+        self.cv.notify_all();
+    }
+
+    fn stop(&self) {
+        lock(&self.state).0 = true;
+        self.cv.notify_all();
+    }
+
+    /// Waits for a kick, the interval or a stop; false on stop.
+    fn wait(&self, every: Duration) -> bool {
+        let mut st = lock(&self.state);
+        if !st.0 && !st.1 {
+            st = self
+                .cv
+                .wait_timeout(st, every)
+                .map(|(g, _)| g)
+                .unwrap_or_else(|e| e.into_inner().0);
+        }
+        st.1 = false;
+        !st.0
+    }
+}
+
+/// The running checkpointer; dropping it stops and joins the thread.
+#[derive(Debug)]
+pub(crate) struct Background {
+    signal: Arc<Signal>,
+    handle: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl Background {
+    /// Starts a checkpointer for `shared`, or a handle that does nothing when disabled.
+    pub fn start(
+        shared: Weak<Shared>,
+        signal: Arc<Signal>,
+        every: Duration,
+        enabled: bool,
+    ) -> Self {
+        let handle = enabled.then(|| {
+            let signal = signal.clone();
+            std::thread::Builder::new()
+                .name("aimeta-checkpointer".into())
+                .spawn(move || {
+                    while signal.wait(every) {
+                        let Some(sh) = shared.upgrade() else {
+                            return;
+                        };
+                        // A failure poisons the tree and is reported to its writers.
+                        let _ = sh.checkpoint();
+                    }
+                })
+                .ok()
+        });
+        Background {
+            signal,
+            handle: Mutex::new(handle.flatten()),
+        }
+    }
+}
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        self.signal.stop();
+        if let Some(h) = lock(&self.handle).take() {
+            if h.thread().id() != std::thread::current().id() {
+                let _ = h.join();
+            }
+        }
+    }
+}

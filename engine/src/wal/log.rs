@@ -1,0 +1,305 @@
+//! The two log files, appends, group commit and the switch at checkpoints.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+
+use super::record::{
+    decode_header, encode_header, frame_record, parse_record, synced_record_after, Parsed,
+};
+use super::{Record, WalError, FILE_HEADER_LEN};
+use crate::error::{Error, Result};
+use crate::pool::lock_pub as lock;
+use crate::storage::{Storage, StorageOpener};
+
+/// Names of the two log files in the tree directory.
+pub const WAL_FILES: [&str; 2] = ["wal-0.log", "wal-1.log"];
+
+struct Files {
+    files: [Arc<dyn Storage>; 2],
+    epoch: [u64; 2],
+    last_seq: [u64; 2],
+    active: usize,
+    end: u64,
+    bytes: u64,
+    frame: Vec<u8>,
+}
+
+struct SyncState {
+    synced: u64,
+    in_progress: bool,
+    failed: Option<String>,
+}
+
+/// The write-ahead log.
+pub struct Wal {
+    state: Mutex<Files>,
+    sync: Mutex<SyncState>,
+    synced_cv: Condvar,
+    appended: AtomicU64,
+    /// Records appended since open.
+    pub records: AtomicU64,
+    /// Bytes appended since open.
+    pub bytes: AtomicU64,
+    /// fdatasync calls made for commits (group commit shares them).
+    pub syncs: AtomicU64,
+}
+
+impl std::fmt::Debug for Wal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Wal").finish_non_exhaustive()
+    }
+}
+
+/// What opening the log found.
+pub struct WalOpened {
+    /// The log.
+    pub wal: Wal,
+    /// Every intact record, in commit order.
+    pub records: Vec<Record>,
+    /// Torn tails cut off (0 or 1).
+    pub torn_tails: u64,
+}
+
+/// Parses one file: its records and where they end. Damage is a torn tail (cut off)
+/// unless a later record proves the damaged commit had already reached the disk, in which
+/// case the log is corrupt before its tail.
+fn scan_file(
+    path: &Path,
+    buf: &[u8],
+    epoch: u64,
+    prev_seq: u64,
+    torn: &mut u64,
+) -> Result<(Vec<Record>, u64)> {
+    let mut out: Vec<Record> = Vec::new();
+    let mut at = FILE_HEADER_LEN;
+    loop {
+        let reason = match parse_record(buf, at, epoch) {
+            Parsed::Record(r, next) => {
+                out.push(r);
+                at = next;
+                continue;
+            }
+            Parsed::End => "zeroed record header".to_string(),
+            Parsed::Bad(reason) => reason,
+        };
+        let lost = out.last().map_or(prev_seq, |r| r.seq) + 1;
+        if synced_record_after(buf, at, lost, epoch).is_some() {
+            return Err(WalError::CorruptBeforeTail {
+                file: path.to_path_buf(),
+                offset: at as u64,
+                reason,
+            }
+            .into());
+        }
+        if at < buf.len() && buf[at..].iter().any(|&b| b != 0) {
+            *torn += 1;
+        }
+        return Ok((out, at as u64));
+    }
+}
+
+impl Wal {
+    /// Opens (creating when missing) both log files in `dir` and reads every intact
+    /// record. A torn tail of the newest file is cut off; damage before it is an error.
+    pub fn open(opener: &dyn StorageOpener, dir: &Path) -> Result<WalOpened> {
+        let files = [
+            opener.open(&dir.join(WAL_FILES[0]), true)?,
+            opener.open(&dir.join(WAL_FILES[1]), true)?,
+        ];
+        let mut bufs = Vec::with_capacity(2);
+        let mut epochs = [None, None];
+        // What an earlier process wrote may still sit in the OS cache: make it durable
+        // before treating it as the baseline ("synced") of this run.
+        for f in &files {
+            f.sync()?;
+        }
+        for (i, f) in files.iter().enumerate() {
+            let len = f.len()? as usize;
+            let mut buf = vec![0u8; len];
+            f.read_at(&mut buf, 0)?;
+            // A file without a valid header was being reset when the power failed; its
+            // header is synced before any record is written to it, so it holds nothing.
+            epochs[i] = decode_header(&buf).ok();
+            bufs.push(buf);
+        }
+        let mut order: Vec<usize> = (0..2).filter(|&i| epochs[i].is_some()).collect();
+        order.sort_by_key(|&i| epochs[i]);
+        let mut records = Vec::new();
+        let mut torn = 0;
+        let mut last_seq = [0u64; 2];
+        let mut end = FILE_HEADER_LEN as u64;
+        for (n, &i) in order.iter().enumerate() {
+            let newest = n + 1 == order.len();
+            let prev = records.last().map_or(0, |r: &Record| r.seq);
+            let epoch = epochs[i].unwrap_or(0);
+            let (recs, stop) = scan_file(files[i].path(), &bufs[i], epoch, prev, &mut torn)?;
+            last_seq[i] = recs.last().map_or(0, |r| r.seq);
+            if newest {
+                end = stop;
+                if (stop as usize) < bufs[i].len() {
+                    files[i].set_len(stop)?;
+                }
+            }
+            records.extend(recs);
+        }
+        for w in records.windows(2) {
+            if w[1].seq != w[0].seq + 1 {
+                return Err(WalError::Gap {
+                    file: files[order[order.len() - 1]].path().to_path_buf(),
+                    expected: w[0].seq + 1,
+                    found: w[1].seq,
+                }
+                .into());
+            }
+        }
+        let (active, epoch) = match order.last() {
+            Some(&i) => (i, [epochs[0].unwrap_or(0), epochs[1].unwrap_or(0)]),
+            None => {
+                files[0].set_len(0)?;
+                files[0].write_at(&encode_header(1), 0)?;
+                files[0].sync()?;
+                files[1].set_len(0)?;
+                files[1].sync()?;
+                (0, [1, 0])
+            }
+        };
+        let appended = records.last().map_or(0, |r| r.seq);
+        let wal = Wal {
+            state: Mutex::new(Files {
+                files,
+                epoch,
+                last_seq,
+                active,
+                end,
+                bytes: 0,
+                frame: Vec::new(),
+            }),
+            sync: Mutex::new(SyncState {
+                synced: appended,
+                in_progress: false,
+                failed: None,
+            }),
+            synced_cv: Condvar::new(),
+            appended: AtomicU64::new(appended),
+            records: AtomicU64::new(0),
+            bytes: AtomicU64::new(0),
+            syncs: AtomicU64::new(0),
+        };
+        Ok(WalOpened {
+            wal,
+            records,
+            torn_tails: torn,
+        })
+    }
+
+    /// Appends commit `seq` (`n_ops` mutations encoded in `ops`) and hands it to the OS.
+    pub fn append(&self, seq: u64, n_ops: u32, ops: &[u8]) -> Result<()> {
+        let mut st = lock(&self.state);
+        let mut frame = std::mem::take(&mut st.frame);
+        let synced = lock(&self.sync).synced;
+        let epoch = st.epoch[st.active];
+        frame_record(epoch, seq, synced, n_ops, ops, &mut frame);
+        let active = st.active;
+        let r = st.files[active].write_at(&frame, st.end);
+        let len = frame.len() as u64;
+        st.frame = frame;
+        r?;
+        st.end += len;
+        st.bytes += len;
+        st.last_seq[active] = seq;
+        self.appended.store(seq, Ordering::Release);
+        self.records.fetch_add(1, Ordering::Relaxed);
+        self.bytes.fetch_add(len, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Returns once commit `seq` is on disk. Concurrent callers share one fdatasync: the
+    /// first becomes the leader and syncs everything appended so far; the others wait.
+    pub fn wait_durable(&self, seq: u64) -> Result<()> {
+        let mut s = lock(&self.sync);
+        loop {
+            if let Some(reason) = &s.failed {
+                return Err(Error::WritesRefused {
+                    reason: reason.clone(),
+                });
+            }
+            if s.synced >= seq {
+                return Ok(());
+            }
+            if s.in_progress {
+                s = self.synced_cv.wait(s).unwrap_or_else(|e| e.into_inner());
+                continue;
+            }
+            s.in_progress = true;
+            drop(s);
+            let (file, target) = {
+                let st = lock(&self.state);
+                (
+                    st.files[st.active].clone(),
+                    self.appended.load(Ordering::Acquire),
+                )
+            };
+            let r = file.sync();
+            s = lock(&self.sync);
+            s.in_progress = false;
+            match r {
+                Ok(()) => {
+                    s.synced = s.synced.max(target);
+                    self.syncs.fetch_add(1, Ordering::Relaxed);
+                }
+                Err(e) => s.failed = Some(format!("fsync of the log failed: {e}")),
+            }
+            self.synced_cv.notify_all();
+        }
+    }
+
+    /// Marks the log as failed: every waiting and later commit is refused.
+    pub fn fail(&self, reason: String) {
+        let mut s = lock(&self.sync);
+        s.failed.get_or_insert(reason);
+        self.synced_cv.notify_all();
+    }
+
+    /// At a checkpoint's start: syncs the active file and switches appends to the other,
+    /// emptied first. Skipped (false) when the other still holds commits newer than the
+    /// durable checkpoint `durable_seq` (an earlier checkpoint failed).
+    pub fn rotate(&self, durable_seq: u64) -> Result<bool> {
+        let mut st = lock(&self.state);
+        let other = 1 - st.active;
+        if st.last_seq[other] > durable_seq {
+            return Ok(false);
+        }
+        let active = st.active;
+        if let Err(e) = st.files[active].sync() {
+            self.fail(format!("fsync of the log failed: {e}"));
+            return Err(e.into());
+        }
+        {
+            let mut s = lock(&self.sync);
+            s.synced = s.synced.max(st.last_seq[active]);
+        }
+        let epoch = st.epoch[active] + 1;
+        // The emptied file and its new header reach the disk before any record of the new
+        // epoch is written, so a power loss can never revive the file's old records.
+        let reset = st.files[other]
+            .set_len(0)
+            .and_then(|()| st.files[other].write_at(&encode_header(epoch), 0))
+            .and_then(|()| st.files[other].sync());
+        if let Err(e) = reset {
+            self.fail(format!("resetting the log file failed: {e}"));
+            return Err(e.into());
+        }
+        st.epoch[other] = epoch;
+        st.last_seq[other] = 0;
+        st.active = other;
+        st.end = FILE_HEADER_LEN as u64;
+        st.bytes = 0;
+        Ok(true)
+    }
+
+    /// Bytes appended since the last switch: what the next checkpoint lets go of.
+    pub fn pending_bytes(&self) -> u64 {
+        lock(&self.state).bytes
+    }
+}

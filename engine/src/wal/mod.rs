@@ -1,0 +1,13 @@
+//! The write-ahead log: each commit's mutations as one numbered, checksummed record,
+//! appended before the commit becomes visible, replayed on open after the last
+//! checkpoint. Two files alternate: a checkpoint syncs the active one and switches to the
+//! other, whose records the previous checkpoint already made durable. Format and
+//! protocol: docs/durability.md.
+
+mod error;
+mod log;
+mod record;
+
+pub use error::WalError;
+pub use log::{Wal, WalOpened, WAL_FILES};
+pub use record::{encode_ops, Record, FILE_HEADER_LEN, RECORD_HEADER_LEN, WAL_MAGIC, WAL_VERSION};
