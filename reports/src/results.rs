@@ -1,0 +1,341 @@
+//! The results JSON: what one `ai-meta run` (or `cargo bench --bench ai_meta`, or
+//! `ai-meta repro`, or `ai-meta gate`) measured, with the provenance needed to trust it.
+//! `schema_version` changes whenever a field changes meaning; readers refuse versions they
+//! do not know.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// The schema version this build writes and reads.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Why a results file cannot be used.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReportError {
+    /// The file could not be read or written.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The operating system's error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file is not valid results JSON.
+    #[error("{path} is not a results file: {source}")]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// The JSON error, with line and column.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// The file's schema version is not one this build reads.
+    #[error("{path} has schema_version {found}; this build reads version {supported}: regenerate it with this build's `ai-meta run`")]
+    Schema {
+        /// The file.
+        path: PathBuf,
+        /// Version found.
+        found: u32,
+        /// Version supported.
+        supported: u32,
+    },
+    /// The file holds no measurement.
+    #[error("{path} holds no records: run `ai-meta run` to produce measurements")]
+    Empty {
+        /// The file.
+        path: PathBuf,
+    },
+}
+
+/// Where and how a run was made.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Provenance {
+    /// Host description (CPU model, cores, memory).
+    pub machine: String,
+    /// Logical cores.
+    pub cores: u32,
+    /// Physical memory in bytes.
+    pub memory_bytes: u64,
+    /// Operating system and kernel.
+    pub os: String,
+    /// Git commit of the harness, with `-dirty` when the tree had changes.
+    pub commit: String,
+    /// UTC time the run started, RFC 3339.
+    pub date: String,
+    /// rustc version.
+    pub rustc: String,
+    /// The command line that produced the file.
+    pub command: String,
+}
+
+/// The run's settings.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunConfig {
+    /// Scale name: ci, quick or seed.
+    pub scale: String,
+    /// Cache budget given to every engine, in bytes.
+    pub budget_bytes: u64,
+    /// How the budget was applied: "engine" (each engine's cache knob) or "cgroup"
+    /// (a memory cgroup that bounds the page cache too).
+    pub budget_mode: String,
+    /// Durability mode every engine ran in: none, async or sync.
+    pub durability: String,
+    /// Seed of the data and query generators.
+    pub seed: u64,
+    /// Timed operations per measurement.
+    pub ops: u64,
+}
+
+/// A data set the workloads ran on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Dataset {
+    /// Name, e.g. `manifest_beyond`, `manifest_fits`, `kvchain_beyond`.
+    pub name: String,
+    /// Generator family: manifest, kvchain or chain_graph.
+    pub family: String,
+    /// Keys stored.
+    pub keys: u64,
+    /// Bytes of keys and values.
+    pub data_bytes: u64,
+    /// Whether it fits the cache budget (false: a beyond-the-pool store).
+    pub fits_budget: bool,
+    /// Logical data bytes divided by the budget.
+    pub ratio_to_budget: f64,
+}
+
+/// Latency summary in nanoseconds per operation.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct Latency {
+    /// Mean.
+    pub mean: f64,
+    /// Median.
+    pub p50: f64,
+    /// 99th percentile.
+    pub p99: f64,
+    /// 99.9th percentile.
+    pub p999: f64,
+    /// Fastest.
+    pub min: f64,
+    /// Slowest.
+    pub max: f64,
+}
+
+/// An engine's own I/O counters, per operation (only engines that count them).
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct IoPerOp {
+    /// Pages (or blocks) read from storage.
+    pub pages_read: f64,
+    /// Page accesses served from the cache.
+    pub page_hits: f64,
+    /// Page accesses that missed the cache.
+    pub page_misses: f64,
+    /// Whole-frame reads (the reproduction mode of the seed report's bug).
+    pub full_frame_reads: f64,
+    /// Bytes read from storage.
+    pub bytes_read: f64,
+    /// Pages fetched by readahead.
+    pub readahead_pages: f64,
+}
+
+/// Whether a measurement exists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// Measured.
+    Ok,
+    /// The engine cannot do this (shown as N/A).
+    Unsupported,
+    /// The engine was not available on this machine (for example no PostgreSQL server).
+    Skipped,
+    /// The measurement failed; `note` says why.
+    Error,
+}
+
+/// One measurement: a workload on a data set with an engine (and a variant).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Record {
+    /// Workload: manifest_scan, manifest_get, manifest_list, manifest_range100,
+    /// manifest_count8000, manifest_get_par8, manifest_cas, kvchain_lpm, chain_walk500,
+    /// or bulk_load.
+    pub workload: String,
+    /// Data set name (see `Results::datasets`).
+    pub dataset: String,
+    /// Engine name: aimeta, rocksdb, sqlite, sqlite-tuned, lmdb, redb, postgres.
+    pub engine: String,
+    /// Variant, when the workload has several: paged / full_frame for the engine's scan
+    /// modes; native / predecessor_seek / bisect for longest-prefix lookups.
+    pub variant: Option<String>,
+    /// Whether there is a measurement.
+    pub status: Status,
+    /// Why not, or anything a reader must know about this number.
+    pub note: Option<String>,
+    /// Timed operations.
+    pub ops: u64,
+    /// Threads issuing them.
+    pub threads: u32,
+    /// Latency per operation (per thread for parallel workloads).
+    pub ns_per_op: Latency,
+    /// Throughput over all threads.
+    pub ops_per_sec: f64,
+    /// The store's size on disk after loading.
+    pub size_on_disk_bytes: Option<u64>,
+    /// The engine's I/O counters per operation, where it has them.
+    pub io_per_op: Option<IoPerOp>,
+}
+
+/// A whole results file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Results {
+    /// Schema version (`SCHEMA_VERSION`).
+    pub schema_version: u32,
+    /// Where and how the run was made.
+    pub provenance: Provenance,
+    /// The run's settings.
+    pub config: RunConfig,
+    /// Data sets measured.
+    pub datasets: Vec<Dataset>,
+    /// Measurements.
+    pub records: Vec<Record>,
+}
+
+impl Results {
+    /// Reads and checks a results file: it must parse, have a known schema version and
+    /// hold at least one record.
+    pub fn load(path: &Path) -> Result<Results, ReportError> {
+        let bytes = std::fs::read(path).map_err(|source| ReportError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        #[derive(Deserialize)]
+        struct Probe {
+            schema_version: u32,
+        }
+        let probe: Probe = serde_json::from_slice(&bytes).map_err(|source| ReportError::Parse {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        if probe.schema_version != SCHEMA_VERSION {
+            return Err(ReportError::Schema {
+                path: path.to_path_buf(),
+                found: probe.schema_version,
+                supported: SCHEMA_VERSION,
+            });
+        }
+        let results: Results =
+            serde_json::from_slice(&bytes).map_err(|source| ReportError::Parse {
+                path: path.to_path_buf(),
+                source,
+            })?;
+        if results.records.is_empty() {
+            return Err(ReportError::Empty {
+                path: path.to_path_buf(),
+            });
+        }
+        Ok(results)
+    }
+
+    /// Writes the file atomically, pretty-printed.
+    pub fn save(&self, path: &Path) -> Result<(), ReportError> {
+        let io = |source| ReportError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let mut bytes =
+            serde_json::to_vec_pretty(self).map_err(|e| io(std::io::Error::other(e)))?;
+        bytes.push(b'\n');
+        crate::write_atomically(path, &bytes).map_err(io)
+    }
+
+    /// The record for (workload, dataset, engine, variant), if measured.
+    pub fn find(
+        &self,
+        workload: &str,
+        dataset: &str,
+        engine: &str,
+        variant: Option<&str>,
+    ) -> Option<&Record> {
+        self.records.iter().find(|r| {
+            r.workload == workload
+                && r.dataset == dataset
+                && r.engine == engine
+                && r.variant.as_deref() == variant
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Results {
+        Results {
+            schema_version: SCHEMA_VERSION,
+            provenance: Provenance {
+                machine: "test".into(),
+                cores: 2,
+                memory_bytes: 1 << 30,
+                os: "linux".into(),
+                commit: "abc".into(),
+                date: "2026-11-30T00:00:00Z".into(),
+                rustc: "rustc 1.95.0".into(),
+                command: "ai-meta run".into(),
+            },
+            config: RunConfig {
+                scale: "ci".into(),
+                budget_bytes: 1 << 20,
+                budget_mode: "engine".into(),
+                durability: "async".into(),
+                seed: 1,
+                ops: 100,
+            },
+            datasets: vec![],
+            records: vec![Record {
+                workload: "manifest_get".into(),
+                dataset: "manifest_fits".into(),
+                engine: "aimeta".into(),
+                variant: None,
+                status: Status::Ok,
+                note: None,
+                ops: 100,
+                threads: 1,
+                ns_per_op: Latency::default(),
+                ops_per_sec: 1.0,
+                size_on_disk_bytes: Some(4096),
+                io_per_op: None,
+            }],
+        }
+    }
+
+    #[test]
+    fn round_trip_and_refusals() -> Result<(), Box<dyn std::error::Error>> {
+        let dir = tempfile::tempdir()?;
+        let p = dir.path().join("r.json");
+        let r = sample();
+        r.save(&p)?;
+        assert_eq!(Results::load(&p)?, r);
+        assert!(r
+            .find("manifest_get", "manifest_fits", "aimeta", None)
+            .is_some());
+        let mut newer = serde_json::to_value(&r)?;
+        newer["schema_version"] = 99.into();
+        std::fs::write(&p, serde_json::to_vec(&newer)?)?;
+        assert!(matches!(
+            Results::load(&p),
+            Err(ReportError::Schema { found: 99, .. })
+        ));
+        let mut empty = r.clone();
+        empty.records.clear();
+        empty.save(&p)?;
+        assert!(matches!(Results::load(&p), Err(ReportError::Empty { .. })));
+        assert!(matches!(
+            Results::load(&dir.path().join("missing.json")),
+            Err(ReportError::Io { .. })
+        ));
+        std::fs::write(&p, b"{not json")?;
+        assert!(matches!(Results::load(&p), Err(ReportError::Parse { .. })));
+        Ok(())
+    }
+}
