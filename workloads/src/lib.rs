@@ -1,1 +1,9 @@
-//! Deterministic AI-metadata workloads and the runner that times them over the adapters.
+//! The ai_meta workloads: deterministic generators for dataset manifests, KV-cache chain
+//! indexes and chain graphs, the scales, and the runner that times every workload over
+//! the engine adapters and writes the results JSON.
+
+#![deny(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod gen;
+pub mod scale;

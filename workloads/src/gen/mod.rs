@@ -1,0 +1,12 @@
+//! Deterministic data and query generators: the same seed gives the same bytes on any
+//! machine (a fixed xorshift generator, no platform randomness).
+
+mod chain_graph;
+mod kvchain;
+mod manifest;
+mod rng;
+
+pub use chain_graph::{ChainGraph, Layout};
+pub use kvchain::{KvChain, KvQuery, LEVEL_BYTES};
+pub use manifest::Manifest;
+pub use rng::Rng;
