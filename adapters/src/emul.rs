@@ -342,11 +342,17 @@ mod tests {
     #[test]
     fn sorted_check_rejects_equal_and_smaller_keys() {
         let mut c = SortedCheck::new("t", Some(b"b".to_vec()));
-        assert!(matches!(c.check(b"a"), Err(Error::UnsortedInput { index: 0, .. })));
+        assert!(matches!(
+            c.check(b"a"),
+            Err(Error::UnsortedInput { index: 0, .. })
+        ));
         let mut c = SortedCheck::new("t", None);
         assert!(c.check(b"a").is_ok());
         assert!(c.check(b"ab").is_ok());
-        assert!(matches!(c.check(b"ab"), Err(Error::UnsortedInput { index: 2, .. })));
+        assert!(matches!(
+            c.check(b"ab"),
+            Err(Error::UnsortedInput { index: 2, .. })
+        ));
         assert!(matches!(c.check(b""), Err(Error::InvalidKey { .. })));
     }
 }

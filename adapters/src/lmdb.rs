@@ -60,8 +60,10 @@ impl LmdbEngine {
             Durability::Sync => EnvFlags::empty(),
         };
         let mut eo = EnvOpenOptions::new().read_txn_without_tls();
-        eo.map_size(round_map(o.expected_data_bytes.saturating_mul(2).max(MIN_MAP)))
-            .max_dbs(1);
+        eo.map_size(round_map(
+            o.expected_data_bytes.saturating_mul(2).max(MIN_MAP),
+        ))
+        .max_dbs(1);
         #[allow(unsafe_code)]
         // SAFETY: NO_SYNC / NO_META_SYNC only weaken durability (what each Durability mode asks
         // for; WRITE_MAP, the flag that could corrupt the file on a crash, is never set). The
@@ -87,7 +89,10 @@ impl LmdbEngine {
 
     /// Doubles the map. Takes the gate exclusively so no transaction of ours is open.
     fn grow(&self) -> Result<()> {
-        let _g = self.gate.write().map_err(|_| Error::Poisoned { engine: NAME })?;
+        let _g = self
+            .gate
+            .write()
+            .map_err(|_| Error::Poisoned { engine: NAME })?;
         let new = round_map((self.env.info().map_size as u64).saturating_mul(2));
         #[allow(unsafe_code)]
         // SAFETY: LMDB allows mdb_env_set_mapsize while the process has no active transaction;
@@ -97,10 +102,17 @@ impl LmdbEngine {
 
     /// Runs `f` in one write transaction and commits it, growing the map and retrying the
     /// whole transaction on `MDB_MAP_FULL` (so `f` must be repeatable).
-    fn write<R>(&self, op: &'static str, mut f: impl FnMut(&mut RwTxn<'_>) -> heed::Result<R>) -> Result<R> {
+    fn write<R>(
+        &self,
+        op: &'static str,
+        mut f: impl FnMut(&mut RwTxn<'_>) -> heed::Result<R>,
+    ) -> Result<R> {
         loop {
             let attempt = {
-                let _g = self.gate.read().map_err(|_| Error::Poisoned { engine: NAME })?;
+                let _g = self
+                    .gate
+                    .read()
+                    .map_err(|_| Error::Poisoned { engine: NAME })?;
                 let mut txn = self.env.write_txn().map_err(lerr(op))?;
                 f(&mut txn).and_then(|r| txn.commit().map(|()| r))
             };
@@ -112,8 +124,15 @@ impl LmdbEngine {
     }
 
     /// Runs `f` in a read transaction.
-    fn read<R>(&self, op: &'static str, f: impl FnOnce(&heed::RoTxn<'_, WithoutTls>) -> heed::Result<R>) -> Result<R> {
-        let _g = self.gate.read().map_err(|_| Error::Poisoned { engine: NAME })?;
+    fn read<R>(
+        &self,
+        op: &'static str,
+        f: impl FnOnce(&heed::RoTxn<'_, WithoutTls>) -> heed::Result<R>,
+    ) -> Result<R> {
+        let _g = self
+            .gate
+            .read()
+            .map_err(|_| Error::Poisoned { engine: NAME })?;
         let txn = self.env.read_txn().map_err(lerr(op))?;
         f(&txn).map_err(lerr(op))
     }
@@ -124,7 +143,10 @@ impl LmdbEngine {
         if key.len() > max {
             return Err(Error::InvalidKey {
                 engine: NAME,
-                reason: format!("{} bytes is over LMDB's key limit of {max} bytes", key.len()),
+                reason: format!(
+                    "{} bytes is over LMDB's key limit of {max} bytes",
+                    key.len()
+                ),
             });
         }
         Ok(())
@@ -159,13 +181,15 @@ impl OrderedRead for LmdbEngine {
         if probe.is_empty() {
             return Ok(false); // no stored key is <= the empty string
         }
-        self.read("seek_le", |t| match self.db.get_lower_than_or_equal_to(t, probe)? {
-            Some((k, v)) => {
-                key_out.extend_from_slice(k);
-                val_out.extend_from_slice(v);
-                Ok(true)
+        self.read("seek_le", |t| {
+            match self.db.get_lower_than_or_equal_to(t, probe)? {
+                Some((k, v)) => {
+                    key_out.extend_from_slice(k);
+                    val_out.extend_from_slice(v);
+                    Ok(true)
+                }
+                None => Ok(false),
             }
-            None => Ok(false),
         })
     }
 
@@ -347,5 +371,36 @@ impl KvEngine for LmdbEngine {
 
     fn io_counters(&self) -> Option<crate::api::IoCounters> {
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::CacheBudget;
+
+    /// Writes past the initial 64 MiB map through both bulk_load and put: the map must grow.
+    #[test]
+    fn map_grows_on_map_full() -> Result<()> {
+        let dir = tempfile::tempdir().map_err(|e| Error::io(NAME, "create", "tempdir", e))?;
+        let opts = OpenOptions {
+            cache: CacheBudget::mib(1),
+            durability: Durability::None,
+            expected_data_bytes: 0,
+            pg_url: None,
+        };
+        let e = LmdbEngine::open(dir.path(), &opts)?;
+        let initial = e.env.info().map_size;
+        let value = vec![7u8; 1 << 20];
+        let mut pairs = (0..48u32).map(|i| (format!("bulk/{i:03}").into_bytes(), value.clone()));
+        assert_eq!(e.bulk_load(&mut pairs)?, 48);
+        for i in 0..48u32 {
+            e.put(format!("put/{i:03}").as_bytes(), &value)?;
+        }
+        assert!(e.env.info().map_size > initial, "map did not grow");
+        assert_eq!(e.count_range(b"bulk/", b"put0")?, 96);
+        let mut out = Vec::new();
+        assert!(e.get(b"put/047", &mut out)? && out == value);
+        Ok(())
     }
 }

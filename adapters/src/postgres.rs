@@ -72,7 +72,8 @@ impl PgEngine {
             .filter(|u| !u.trim().is_empty());
         let (client, cluster, table) = match url {
             Some(url) => {
-                let client = Client::connect(&url, NoTls).map_err(perr("connect to AI_META_PG_URL"))?;
+                let client =
+                    Client::connect(&url, NoTls).map_err(perr("connect to AI_META_PG_URL"))?;
                 (client, None, unique_table_name())
             }
             None => {
@@ -91,7 +92,9 @@ impl PgEngine {
     }
 
     fn lock(&self) -> Result<MutexGuard<'_, Conn>> {
-        self.conn.lock().map_err(|_| Error::Poisoned { engine: NAME })
+        self.conn
+            .lock()
+            .map_err(|_| Error::Poisoned { engine: NAME })
     }
 
     /// The directory of the throwaway cluster, if this engine started one.
@@ -145,8 +148,16 @@ fn unique_table_name() -> String {
 }
 
 fn prepare(mut client: Client, t: &str, durability: Durability) -> Result<Conn> {
-    let sync = if durability == Durability::Sync { "on" } else { "off" };
-    let unlogged = if durability == Durability::None { "UNLOGGED " } else { "" };
+    let sync = if durability == Durability::Sync {
+        "on"
+    } else {
+        "off"
+    };
+    let unlogged = if durability == Durability::None {
+        "UNLOGGED "
+    } else {
+        ""
+    };
     client
         .batch_execute(&format!(
             "SET synchronous_commit TO {sync};
@@ -159,12 +170,16 @@ fn prepare(mut client: Client, t: &str, durability: Durability) -> Result<Conn> 
         "INSERT INTO {t} (k, v) VALUES ($1, $2) ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v"
     ))?;
     let delete = p(format!("DELETE FROM {t} WHERE k = $1"))?;
-    let seek_le = p(format!("SELECT k, v FROM {t} WHERE k <= $1 ORDER BY k DESC LIMIT 1"))?;
+    let seek_le = p(format!(
+        "SELECT k, v FROM {t} WHERE k <= $1 ORDER BY k DESC LIMIT 1"
+    ))?;
     let last = p(format!("SELECT k FROM {t} ORDER BY k DESC LIMIT 1"))?;
     let walk_bounded = p(format!(
         "SELECT k, v FROM {t} WHERE k >= $1 AND k < $2 ORDER BY k LIMIT $3"
     ))?;
-    let walk_open = p(format!("SELECT k, v FROM {t} WHERE k >= $1 ORDER BY k LIMIT $2"))?;
+    let walk_open = p(format!(
+        "SELECT k, v FROM {t} WHERE k >= $1 ORDER BY k LIMIT $2"
+    ))?;
     let count = p(format!("SELECT count(*) FROM {t} WHERE k >= $1 AND k < $2"))?;
     let cas_update = p(format!("UPDATE {t} SET v = $3 WHERE k = $1 AND v = $2"))?;
     let cas_insert = p(format!(
@@ -191,7 +206,9 @@ impl Drop for PgEngine {
     fn drop(&mut self) {
         if self.drop_table {
             if let Ok(conn) = self.conn.get_mut() {
-                let _ = conn.client.batch_execute(&format!("DROP TABLE IF EXISTS {}", self.table));
+                let _ = conn
+                    .client
+                    .batch_execute(&format!("DROP TABLE IF EXISTS {}", self.table));
             }
         }
     }
@@ -223,7 +240,11 @@ impl OrderedRead for PgEngine {
         val_out.clear();
         let mut c = self.lock()?;
         let c = &mut *c;
-        match c.client.query_opt(&c.seek_le, &[&key]).map_err(perr("seek_le"))? {
+        match c
+            .client
+            .query_opt(&c.seek_le, &[&key])
+            .map_err(perr("seek_le"))?
+        {
             Some(row) => {
                 key_out.extend_from_slice(row.try_get::<_, &[u8]>(0).map_err(perr("seek_le"))?);
                 val_out.extend_from_slice(row.try_get::<_, &[u8]>(1).map_err(perr("seek_le"))?);
@@ -309,14 +330,18 @@ impl KvEngine for PgEngine {
         emul::check_key(NAME, key)?;
         let mut c = self.lock()?;
         let c = &mut *c;
-        c.client.execute(&c.put, &[&key, &value]).map_err(perr("put"))?;
+        c.client
+            .execute(&c.put, &[&key, &value])
+            .map_err(perr("put"))?;
         Ok(())
     }
 
     fn delete(&self, key: &[u8]) -> Result<()> {
         let mut c = self.lock()?;
         let c = &mut *c;
-        c.client.execute(&c.delete, &[&key]).map_err(perr("delete"))?;
+        c.client
+            .execute(&c.delete, &[&key])
+            .map_err(perr("delete"))?;
         Ok(())
     }
 
@@ -407,7 +432,9 @@ impl KvEngine for PgEngine {
     /// `CHECKPOINT` (needs superuser or, from PostgreSQL 15, the pg_checkpoint role).
     fn checkpoint(&self) -> Result<()> {
         let mut c = self.lock()?;
-        c.client.batch_execute("CHECKPOINT").map_err(perr("CHECKPOINT"))
+        c.client
+            .batch_execute("CHECKPOINT")
+            .map_err(perr("CHECKPOINT"))
     }
 
     /// `pg_total_relation_size` of the table: heap, primary-key index and TOAST, without the
@@ -416,7 +443,10 @@ impl KvEngine for PgEngine {
         let mut c = self.lock()?;
         let row = c
             .client
-            .query_one("SELECT pg_total_relation_size($1::text::regclass)", &[&self.table])
+            .query_one(
+                "SELECT pg_total_relation_size($1::text::regclass)",
+                &[&self.table],
+            )
             .map_err(perr("pg_total_relation_size"))?;
         let n: i64 = row.try_get(0).map_err(perr("pg_total_relation_size"))?;
         Ok(u64::try_from(n).unwrap_or(0))
@@ -428,53 +458,4 @@ impl KvEngine for PgEngine {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn missing_binaries_give_an_install_hint() {
-        let err = match cluster::find_bindir(Some("/nonexistent/pg/bin".into()), false) {
-            Err(e) => e,
-            Ok(d) => panic!("found binaries in {}", d.display()),
-        };
-        assert!(matches!(err, Error::PostgresUnavailable { .. }));
-        let msg = err.to_string();
-        assert!(msg.contains("apt-get install postgresql"), "{msg}");
-        assert!(msg.contains("AI_META_PG_URL"), "{msg}");
-    }
-
-    /// The cluster's directory is gone after a normal drop and after a panic unwinds past it.
-    #[test]
-    fn throwaway_cluster_is_removed_on_drop_and_on_panic() -> Result<()> {
-        if let Err(e) = cluster::find_bindir(None, true) {
-            println!("PostgreSQL skipped: {e}");
-            return Ok(());
-        }
-        let opts = OpenOptions {
-            cache: crate::api::CacheBudget::mib(16),
-            pg_url: Some(String::new()), // blank: ignore AI_META_PG_URL, start a cluster
-            ..OpenOptions::default()
-        };
-        let engine = PgEngine::open(&opts)?;
-        let root = engine.cluster_root().ok_or_else(|| Error::backend(NAME, "test", "no cluster"))?;
-        engine.put(b"k", b"v")?;
-        assert!(root.join("data").is_dir());
-        drop(engine);
-        assert!(!root.exists(), "{} left behind after drop", root.display());
-
-        let seen = Mutex::new(None);
-        let unwound = std::panic::catch_unwind(|| {
-            if let Ok(engine) = PgEngine::open(&opts) {
-                if let Ok(mut s) = seen.lock() {
-                    *s = engine.cluster_root();
-                }
-                panic!("deliberate panic with a live cluster");
-            }
-        });
-        assert!(unwound.is_err(), "the cluster did not start, so nothing panicked");
-        let root = seen.lock().ok().and_then(|mut s| s.take());
-        let root = root.ok_or_else(|| Error::backend(NAME, "test", "no cluster root"))?;
-        assert!(!root.exists(), "{} left behind after a panic", root.display());
-        Ok(())
-    }
-}
+mod tests;

@@ -10,9 +10,7 @@ use crate::api::{
 };
 use crate::emul::{self, OrderedRead, SortedCheck};
 use crate::error::{Error, Result};
-use ::redb::{
-    Builder, Database, ReadOnlyTable, ReadableTable, TableDefinition, WriteTransaction,
-};
+use ::redb::{Builder, Database, ReadOnlyTable, ReadableTable, TableDefinition, WriteTransaction};
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
 
@@ -121,12 +119,14 @@ impl OrderedRead for RedbEngine {
 
     fn last_key(&self, key_out: &mut Vec<u8>) -> Result<bool> {
         key_out.clear();
-        self.read("last key", |t| match t.last().map_err(rerr("last key"))? {
-            Some((k, _)) => {
-                key_out.extend_from_slice(k.value());
-                Ok(true)
+        self.read("last key", |t| {
+            match t.last().map_err(rerr("last key"))? {
+                Some((k, _)) => {
+                    key_out.extend_from_slice(k.value());
+                    Ok(true)
+                }
+                None => Ok(false),
             }
-            None => Ok(false),
         })
     }
 

@@ -107,9 +107,13 @@ pub fn open(kind: EngineKind, dir: &Path, opts: &OpenOptions) -> Result<Box<dyn 
         #[cfg(feature = "rocksdb")]
         EngineKind::RocksDb => Ok(Box::new(crate::rocksdb::RocksEngine::open(dir, opts)?)),
         #[cfg(feature = "sqlite")]
-        EngineKind::Sqlite => Ok(Box::new(crate::sqlite::SqliteEngine::open(dir, opts, false)?)),
+        EngineKind::Sqlite => Ok(Box::new(crate::sqlite::SqliteEngine::open(
+            dir, opts, false,
+        )?)),
         #[cfg(feature = "sqlite")]
-        EngineKind::SqliteTuned => Ok(Box::new(crate::sqlite::SqliteEngine::open(dir, opts, true)?)),
+        EngineKind::SqliteTuned => Ok(Box::new(crate::sqlite::SqliteEngine::open(
+            dir, opts, true,
+        )?)),
         #[cfg(feature = "lmdb")]
         EngineKind::Lmdb => Ok(Box::new(crate::lmdb::LmdbEngine::open(dir, opts)?)),
         #[cfg(feature = "redb")]
@@ -133,12 +137,18 @@ mod tests {
         for k in EngineKind::ALL {
             assert_eq!(k.name().parse::<EngineKind>().ok(), Some(k));
         }
-        assert_eq!("SQLite_Tuned".parse::<EngineKind>().ok(), Some(EngineKind::SqliteTuned));
+        assert_eq!(
+            "SQLite_Tuned".parse::<EngineKind>().ok(),
+            Some(EngineKind::SqliteTuned)
+        );
         let msg = match "leveldb".parse::<EngineKind>() {
             Err(e) => e.to_string(),
             Ok(k) => panic!("parsed leveldb as {k}"),
         };
         assert!(msg.contains("\"leveldb\""), "{msg}");
-        assert!(msg.contains("rocksdb, sqlite, sqlite-tuned, lmdb, redb, postgres"), "{msg}");
+        assert!(
+            msg.contains("rocksdb, sqlite, sqlite-tuned, lmdb, redb, postgres"),
+            "{msg}"
+        );
     }
 }

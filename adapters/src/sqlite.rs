@@ -28,14 +28,19 @@ const FILE: &str = "kv.sqlite";
 /// One SQLite database file, `dir/kv.sqlite`, with table
 /// `kv(k BLOB PRIMARY KEY, v BLOB NOT NULL) WITHOUT ROWID`.
 pub(crate) struct SqliteEngine {
+    cfg: Config,
+    dir: PathBuf,
+    writer: Mutex<Connection>,
+    readers: Mutex<Vec<Connection>>,
+}
+
+/// What every connection of one engine is opened with.
+struct Config {
     name: &'static str,
     tuned: bool,
     path: PathBuf,
-    dir: PathBuf,
     cache_kib: u64,
     durability: Durability,
-    writer: Mutex<Connection>,
-    readers: Mutex<Vec<Connection>>,
 }
 
 fn serr(name: &'static str, operation: &'static str) -> impl FnOnce(rusqlite::Error) -> Error {
@@ -57,30 +62,7 @@ fn with_stmt<R>(
     }
 }
 
-impl SqliteEngine {
-    /// Opens or creates `dir/kv.sqlite` in the defaults (`tuned = false`) or tuned configuration.
-    pub(crate) fn open(dir: &Path, o: &OpenOptions, tuned: bool) -> Result<Self> {
-        let name = if tuned { "sqlite-tuned" } else { "sqlite" };
-        emul::ensure_dir(name, dir)?;
-        let mut e = SqliteEngine {
-            name,
-            tuned,
-            path: dir.join(FILE),
-            dir: dir.to_path_buf(),
-            cache_kib: o.cache.bytes().div_ceil(1024).max(1),
-            durability: o.durability,
-            writer: Mutex::new(Connection::open_in_memory().map_err(serr(name, "open"))?),
-            readers: Mutex::new(Vec::new()),
-        };
-        let conn = e.connect(true)?;
-        conn.execute_batch(
-            "CREATE TABLE IF NOT EXISTS kv(k BLOB PRIMARY KEY, v BLOB NOT NULL) WITHOUT ROWID",
-        )
-        .map_err(serr(name, "create table"))?;
-        e.writer = Mutex::new(conn);
-        Ok(e)
-    }
-
+impl Config {
     /// Opens a connection with this configuration's pragmas (see docs/fairness.md).
     fn connect(&self, writer: bool) -> Result<Connection> {
         let n = self.name;
@@ -130,65 +112,99 @@ impl SqliteEngine {
         }
         Ok(conn)
     }
+}
 
+impl SqliteEngine {
+    /// Opens or creates `dir/kv.sqlite` in the defaults (`tuned = false`) or tuned configuration.
+    pub(crate) fn open(dir: &Path, o: &OpenOptions, tuned: bool) -> Result<Self> {
+        let name = if tuned { "sqlite-tuned" } else { "sqlite" };
+        emul::ensure_dir(name, dir)?;
+        let cfg = Config {
+            name,
+            tuned,
+            path: dir.join(FILE),
+            cache_kib: o.cache.bytes().div_ceil(1024).max(1),
+            durability: o.durability,
+        };
+        let conn = cfg.connect(true)?;
+        conn.execute_batch(
+            "CREATE TABLE IF NOT EXISTS kv(k BLOB PRIMARY KEY, v BLOB NOT NULL) WITHOUT ROWID",
+        )
+        .map_err(serr(name, "create table"))?;
+        Ok(SqliteEngine {
+            cfg,
+            dir: dir.to_path_buf(),
+            writer: Mutex::new(conn),
+            readers: Mutex::new(Vec::new()),
+        })
+    }
     /// Runs a read on the writer connection if it is free, else on a pooled read connection.
-    fn read<R>(&self, f: impl FnOnce(&Connection) -> rusqlite::Result<R>, op: &'static str) -> Result<R> {
+    fn read<R>(
+        &self,
+        f: impl FnOnce(&Connection) -> rusqlite::Result<R>,
+        op: &'static str,
+    ) -> Result<R> {
         if let Ok(conn) = self.writer.try_lock() {
-            return f(&conn).map_err(serr(self.name, op));
+            return f(&conn).map_err(serr(self.cfg.name, op));
         }
         let pooled = self
             .readers
             .lock()
-            .map_err(|_| Error::Poisoned { engine: self.name })?
+            .map_err(|_| Error::Poisoned {
+                engine: self.cfg.name,
+            })?
             .pop();
         let conn = match pooled {
             Some(c) => c,
-            None => self.connect(false)?,
+            None => self.cfg.connect(false)?,
         };
-        let result = f(&conn).map_err(serr(self.name, op));
+        let result = f(&conn).map_err(serr(self.cfg.name, op));
         if let Ok(mut pool) = self.readers.lock() {
             pool.push(conn);
         }
         result
     }
 
-    fn write<R>(&self, f: impl FnOnce(&mut Connection) -> rusqlite::Result<R>, op: &'static str) -> Result<R> {
-        let mut conn = self
-            .writer
-            .lock()
-            .map_err(|_| Error::Poisoned { engine: self.name })?;
-        f(&mut conn).map_err(serr(self.name, op))
+    fn write<R>(
+        &self,
+        f: impl FnOnce(&mut Connection) -> rusqlite::Result<R>,
+        op: &'static str,
+    ) -> Result<R> {
+        let mut conn = self.writer.lock().map_err(|_| Error::Poisoned {
+            engine: self.cfg.name,
+        })?;
+        f(&mut conn).map_err(serr(self.cfg.name, op))
     }
 
     fn load(&self, pairs: &mut dyn Iterator<Item = KvPair>) -> Result<u64> {
         let mut check = SortedCheck::for_engine(self)?;
-        let mut conn = self
-            .writer
-            .lock()
-            .map_err(|_| Error::Poisoned { engine: self.name })?;
+        let mut conn = self.writer.lock().map_err(|_| Error::Poisoned {
+            engine: self.cfg.name,
+        })?;
         let txn = conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(serr(self.name, "bulk_load: begin"))?;
+            .map_err(serr(self.cfg.name, "bulk_load: begin"))?;
         let mut n = 0u64;
         {
             let mut stmt = txn
                 .prepare("INSERT INTO kv(k, v) VALUES (?1, ?2)")
-                .map_err(serr(self.name, "bulk_load: prepare"))?;
+                .map_err(serr(self.cfg.name, "bulk_load: prepare"))?;
             for (k, v) in pairs {
                 check.check(&k)?; // an early return drops `txn`, which rolls back
                 stmt.execute(params![k, v])
-                    .map_err(serr(self.name, "bulk_load: insert"))?;
+                    .map_err(serr(self.cfg.name, "bulk_load: insert"))?;
                 n += 1;
             }
         }
-        txn.commit().map_err(serr(self.name, "bulk_load: commit"))?;
+        txn.commit()
+            .map_err(serr(self.cfg.name, "bulk_load: commit"))?;
         Ok(n)
     }
 }
 
 impl OrderedRead for SqliteEngine {
     fn engine_name(&self) -> &'static str {
-        self.name
+        self.cfg.name
     }
 
     fn point_get(&self, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
@@ -196,7 +212,7 @@ impl OrderedRead for SqliteEngine {
         if key.is_empty() {
             return Ok(false);
         }
-        let tuned = self.tuned;
+        let tuned = self.cfg.tuned;
         self.read(
             |c| {
                 with_stmt(c, tuned, "SELECT v FROM kv WHERE k = ?1", |s| {
@@ -218,7 +234,7 @@ impl OrderedRead for SqliteEngine {
         key_out.clear();
         val_out.clear();
         let sql = "SELECT k, v FROM kv WHERE k <= ?1 ORDER BY k DESC LIMIT 1";
-        let tuned = self.tuned;
+        let tuned = self.cfg.tuned;
         self.read(
             |c| {
                 with_stmt(c, tuned, sql, |s| {
@@ -239,7 +255,7 @@ impl OrderedRead for SqliteEngine {
 
     fn last_key(&self, key_out: &mut Vec<u8>) -> Result<bool> {
         key_out.clear();
-        let tuned = self.tuned;
+        let tuned = self.cfg.tuned;
         self.read(
             |c| {
                 with_stmt(c, tuned, "SELECT k FROM kv ORDER BY k DESC LIMIT 1", |s| {
@@ -266,7 +282,7 @@ impl OrderedRead for SqliteEngine {
         _batch_hint: usize,
         visit: &mut dyn FnMut(&[u8], &[u8]) -> bool,
     ) -> Result<()> {
-        let tuned = self.tuned;
+        let tuned = self.cfg.tuned;
         self.read(
             |c| {
                 let mut step = |rows: &mut rusqlite::Rows<'_>| -> rusqlite::Result<()> {
@@ -284,9 +300,12 @@ impl OrderedRead for SqliteEngine {
                         "SELECT k, v FROM kv WHERE k >= ?1 AND k < ?2 ORDER BY k",
                         |s| step(&mut s.query(params![start, end])?),
                     ),
-                    None => with_stmt(c, tuned, "SELECT k, v FROM kv WHERE k >= ?1 ORDER BY k", |s| {
-                        step(&mut s.query([start])?)
-                    }),
+                    None => with_stmt(
+                        c,
+                        tuned,
+                        "SELECT k, v FROM kv WHERE k >= ?1 ORDER BY k",
+                        |s| step(&mut s.query([start])?),
+                    ),
                 }
             },
             "scan",
@@ -296,7 +315,7 @@ impl OrderedRead for SqliteEngine {
 
 impl KvEngine for SqliteEngine {
     fn name(&self) -> &'static str {
-        self.name
+        self.cfg.name
     }
 
     fn capabilities(&self) -> Capabilities {
@@ -318,15 +337,19 @@ impl KvEngine for SqliteEngine {
     }
 
     fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
-        emul::check_key(self.name, key)?;
-        let tuned = self.tuned;
-        let sql = "INSERT INTO kv(k, v) VALUES (?1, ?2) ON CONFLICT(k) DO UPDATE SET v = excluded.v";
-        self.write(|c| with_stmt(c, tuned, sql, |s| s.execute(params![key, value])), "put")?;
+        emul::check_key(self.cfg.name, key)?;
+        let tuned = self.cfg.tuned;
+        let sql =
+            "INSERT INTO kv(k, v) VALUES (?1, ?2) ON CONFLICT(k) DO UPDATE SET v = excluded.v";
+        self.write(
+            |c| with_stmt(c, tuned, sql, |s| s.execute(params![key, value])),
+            "put",
+        )?;
         Ok(())
     }
 
     fn delete(&self, key: &[u8]) -> Result<()> {
-        let tuned = self.tuned;
+        let tuned = self.cfg.tuned;
         let sql = "DELETE FROM kv WHERE k = ?1";
         self.write(|c| with_stmt(c, tuned, sql, |s| s.execute([key])), "delete")?;
         Ok(())
@@ -338,8 +361,8 @@ impl KvEngine for SqliteEngine {
         expected: Option<&[u8]>,
         new: Option<&[u8]>,
     ) -> Result<CasOutcome> {
-        emul::check_key(self.name, key)?;
-        let tuned = self.tuned;
+        emul::check_key(self.cfg.name, key)?;
+        let tuned = self.cfg.tuned;
         self.write(
             |c| {
                 let txn = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
@@ -412,10 +435,14 @@ impl KvEngine for SqliteEngine {
         if start_inclusive >= end_exclusive {
             return Ok(0);
         }
-        let tuned = self.tuned;
+        let tuned = self.cfg.tuned;
         let sql = "SELECT count(*) FROM kv WHERE k >= ?1 AND k < ?2";
         let n: i64 = self.read(
-            |c| with_stmt(c, tuned, sql, |s| s.query_row(params![start_inclusive, end_exclusive], |r| r.get(0))),
+            |c| {
+                with_stmt(c, tuned, sql, |s| {
+                    s.query_row(params![start_inclusive, end_exclusive], |r| r.get(0))
+                })
+            },
             "count",
         )?;
         Ok(u64::try_from(n).unwrap_or(0))
@@ -432,7 +459,7 @@ impl KvEngine for SqliteEngine {
 
     /// The database file plus any -wal, -shm or -journal file beside it.
     fn size_on_disk(&self) -> Result<u64> {
-        emul::dir_size(self.name, &self.dir)
+        emul::dir_size(self.cfg.name, &self.dir)
     }
 
     fn io_counters(&self) -> Option<crate::api::IoCounters> {

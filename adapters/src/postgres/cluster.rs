@@ -134,8 +134,14 @@ pub(super) struct PgCluster {
 impl PgCluster {
     /// initdb + start with `shared_buffers` = `cache_bytes` and durability settings from
     /// docs/fairness.md; returns once the server accepts connections.
-    pub(super) fn start(cache_bytes: u64, durability: Durability) -> Result<(Self, postgres::Client)> {
-        let bindir = find_bindir(std::env::var_os("AI_META_PG_BINDIR").map(PathBuf::from), true)?;
+    pub(super) fn start(
+        cache_bytes: u64,
+        durability: Durability,
+    ) -> Result<(Self, postgres::Client)> {
+        let bindir = find_bindir(
+            std::env::var_os("AI_META_PG_BINDIR").map(PathBuf::from),
+            true,
+        )?;
         let user = run_as()?;
         let root = tempfile::Builder::new()
             .prefix("aimeta-pg-")
@@ -160,8 +166,14 @@ impl PgCluster {
         };
 
         let mut wd = Command::new("sh");
-        wd.arg("-c").arg(WATCHDOG).arg("pg-watchdog").arg(&data).arg(&root);
-        wd.stdin(Stdio::piped()).stdout(Stdio::null()).stderr(Stdio::null());
+        wd.arg("-c")
+            .arg(WATCHDOG)
+            .arg("pg-watchdog")
+            .arg(&data)
+            .arg(&root);
+        wd.stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
         as_user(&mut wd);
         let mut child = wd
             .spawn()
@@ -172,15 +184,31 @@ impl PgCluster {
 
         let mut initdb = Command::new(bindir.join("initdb"));
         initdb.arg("-D").arg(&data);
-        initdb.args(["-U", SUPERUSER, "--auth=trust", "--no-sync", "-E", "UTF8", "--locale=C"]);
+        initdb.args([
+            "-U",
+            SUPERUSER,
+            "--auth=trust",
+            "--no-sync",
+            "-E",
+            "UTF8",
+            "--locale=C",
+        ]);
         as_user(&mut initdb);
-        let out = initdb
-            .output()
-            .map_err(|e| cluster_io("initdb", format!("could not run {}", bindir.join("initdb").display()), e))?;
+        let out = initdb.output().map_err(|e| {
+            cluster_io(
+                "initdb",
+                format!("could not run {}", bindir.join("initdb").display()),
+                e,
+            )
+        })?;
         if !out.status.success() {
             return Err(cluster_err(
                 "initdb",
-                format!("{}: {}", out.status, String::from_utf8_lossy(&out.stderr).trim()),
+                format!(
+                    "{}: {}",
+                    out.status,
+                    String::from_utf8_lossy(&out.stderr).trim()
+                ),
             ));
         }
 
@@ -211,11 +239,13 @@ impl PgCluster {
         }
         server.stdin(Stdio::null()).stdout(log).stderr(log2);
         as_user(&mut server);
-        cluster.server = Some(
-            server
-                .spawn()
-                .map_err(|e| cluster_io("start", format!("could not run {}", bindir.join("postgres").display()), e))?,
-        );
+        cluster.server = Some(server.spawn().map_err(|e| {
+            cluster_io(
+                "start",
+                format!("could not run {}", bindir.join("postgres").display()),
+                e,
+            )
+        })?);
         let client = cluster.wait_ready(&log_path)?;
         Ok((cluster, client))
     }
@@ -223,7 +253,10 @@ impl PgCluster {
     /// Polls the unix socket until the server accepts a connection, or fails with the log tail.
     fn wait_ready(&mut self, log_path: &Path) -> Result<postgres::Client> {
         let mut cfg = postgres::Config::new();
-        cfg.host_path(&self.root).port(5432).user(SUPERUSER).dbname("postgres");
+        cfg.host_path(&self.root)
+            .port(5432)
+            .user(SUPERUSER)
+            .dbname("postgres");
         let deadline = Instant::now() + START_TIMEOUT;
         loop {
             let exited = match self.server.as_mut().map(Child::try_wait) {
@@ -232,7 +265,10 @@ impl PgCluster {
                 _ => None,
             };
             if let Some(why) = exited {
-                return Err(cluster_err("start", format!("server exited ({why}); log: {}", log_tail(log_path))));
+                return Err(cluster_err(
+                    "start",
+                    format!("server exited ({why}); log: {}", log_tail(log_path)),
+                ));
             }
             match cfg.connect(postgres::NoTls) {
                 Ok(client) => return Ok(client),

@@ -47,7 +47,7 @@ pub fn kv_chains() -> Vec<Vec<String>> {
 /// other keys, binary keys holding 0x00 and ending in 0xFF, an empty and a 10 KiB value.
 pub fn dataset() -> Model {
     let mut m = Model::new();
-    for shard in 0..20u32 {
+    for shard in 0..50u32 {
         for sample in 0..100u32 {
             let k = format!("ds/laion/shard-{shard:05}/sample-{sample:08}");
             let v = format!("{{\"offset\":{},\"len\":{}}}", sample * 4096, 1000 + shard);
@@ -74,7 +74,10 @@ pub fn dataset() -> Model {
     for chain in kv_chains() {
         for depth in 1..=chain.len() {
             let k = chain[..depth].join("/");
-            m.insert(k.clone().into_bytes(), format!("blocks:{depth}").into_bytes());
+            m.insert(
+                k.clone().into_bytes(),
+                format!("blocks:{depth}").into_bytes(),
+            );
         }
     }
     let binary: [&[u8]; 14] = [
@@ -97,7 +100,10 @@ pub fn dataset() -> Model {
         m.insert(k.to_vec(), vec![i as u8, 0x00, 0xFF]);
     }
     m.insert(b"empty/value".to_vec(), Vec::new());
-    m.insert(b"big/value".to_vec(), (0..10_240u32).map(|i| (i % 251) as u8).collect());
+    m.insert(
+        b"big/value".to_vec(),
+        (0..10_240u32).map(|i| (i % 251) as u8).collect(),
+    );
     m
 }
 
@@ -166,7 +172,12 @@ pub fn check_scans(e: &dyn KvEngine, model: &Model) -> CheckResult {
             .take(limit)
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
-        assert_eq!(got, want, "{}: scan_prefix {prefix:?} limit {limit}", e.name());
+        assert_eq!(
+            got,
+            want,
+            "{}: scan_prefix {prefix:?} limit {limit}",
+            e.name()
+        );
     }
     let starts: [&[u8]; 7] = [
         b"",
@@ -205,7 +216,13 @@ impl Item {
 }
 
 /// The S3 ListObjectsV2 reference: roll up, deduplicate, keep items > start_after.
-pub fn model_list(m: &Model, prefix: &[u8], after: Option<&[u8]>, d: u8, limit: usize) -> Vec<Item> {
+pub fn model_list(
+    m: &Model,
+    prefix: &[u8],
+    after: Option<&[u8]>,
+    d: u8,
+    limit: usize,
+) -> Vec<Item> {
     let mut items: Vec<Item> = Vec::new();
     for k in m.keys().filter(|k| k.starts_with(prefix)) {
         let item = match k[prefix.len()..].iter().position(|&b| b == d) {
@@ -223,7 +240,13 @@ pub fn model_list(m: &Model, prefix: &[u8], after: Option<&[u8]>, d: u8, limit: 
         .collect()
 }
 
-fn list(e: &dyn KvEngine, prefix: &[u8], after: Option<&[u8]>, d: u8, limit: usize) -> Result<Vec<Item>, aimeta_adapters::Error> {
+fn list(
+    e: &dyn KvEngine,
+    prefix: &[u8],
+    after: Option<&[u8]>,
+    d: u8,
+    limit: usize,
+) -> Result<Vec<Item>, aimeta_adapters::Error> {
     let mut got = Vec::new();
     let n = e.list_delimited(prefix, after, d, limit, &mut |item| {
         got.push(match item {
@@ -242,7 +265,12 @@ pub fn check_listing(e: &dyn KvEngine, model: &Model) -> CheckResult {
         (b"ds/laion/", None, b'/', 5),
         (b"ds/laion/", Some(b"ds/laion/shard-00003"), b'/', 4),
         (b"ds/laion/", Some(b"ds/laion/shard-00003/"), b'/', 4),
-        (b"ds/laion/", Some(b"ds/laion/shard-00003/sample-00000005"), b'/', 4),
+        (
+            b"ds/laion/",
+            Some(b"ds/laion/shard-00003/sample-00000005"),
+            b'/',
+            4,
+        ),
         (b"ds/laion/", Some(b"ds/laion/shard-00006/"), b'/', 3),
         (b"ds/laion/", Some(b"a"), b'/', 3),
         (b"ds/laion/", Some(b"zz"), b'/', 3),
@@ -258,10 +286,19 @@ pub fn check_listing(e: &dyn KvEngine, model: &Model) -> CheckResult {
     for (prefix, after, d, limit) in cases {
         let got = list(e, prefix, after, d, limit)?;
         let want = model_list(model, prefix, after, d, limit);
-        assert_eq!(got, want, "{}: list {prefix:?} after {after:?} delim {d} limit {limit}", e.name());
+        assert_eq!(
+            got,
+            want,
+            "{}: list {prefix:?} after {after:?} delim {d} limit {limit}",
+            e.name()
+        );
     }
     // Paging with start_after = the last item of each page reproduces the whole listing.
-    for (prefix, d) in [(&b"ds/laion/"[..], b'/'), (b"", b'/'), (b"kv/mistral7b/", b'/')] {
+    for (prefix, d) in [
+        (&b"ds/laion/"[..], b'/'),
+        (b"", b'/'),
+        (b"kv/mistral7b/", b'/'),
+    ] {
         let whole = model_list(model, prefix, None, d, usize::MAX);
         let mut paged: Vec<Item> = Vec::new();
         loop {
@@ -280,7 +317,9 @@ pub fn check_listing(e: &dyn KvEngine, model: &Model) -> CheckResult {
 
 /// Brute-force longest stored prefix of `q`.
 pub fn model_lpm<'m>(m: &'m Model, q: &[u8]) -> Option<(usize, &'m Vec<u8>)> {
-    (1..=q.len()).rev().find_map(|l| m.get(&q[..l]).map(|v| (l, v)))
+    (1..=q.len())
+        .rev()
+        .find_map(|l| m.get(&q[..l]).map(|v| (l, v)))
 }
 
 fn check_lpm_query(e: &dyn KvEngine, m: &Model, q: &[u8], method: LpmMethod) -> CheckResult {
@@ -304,14 +343,31 @@ pub fn check_lpm(e: &dyn KvEngine, model: &Model) -> CheckResult {
         queries.push(k[..k.len().saturating_sub(3)].to_vec());
     }
     for q in [
-        &b"abz"[..], b"abcd", b"abcd/ef", b"ds/laion/shard-00003/zzz", b"ds/laion/shard-00003",
-        b"q/no/such/key", b"\x01", b"\x00\x01", b"b/\x00xyz", b"b\xff\xff\xff",
-        b"\xff\xff\xff\xff\xff", b"\xff\xff/\x01\x02", b"\xff\xfe", b"kv/llama70b/00000000",
+        &b"abz"[..],
+        b"abcd",
+        b"abcd/ef",
+        b"ds/laion/shard-00003/zzz",
+        b"ds/laion/shard-00003",
+        b"q/no/such/key",
+        b"\x01",
+        b"\x00\x01",
+        b"b/\x00xyz",
+        b"b\xff\xff\xff",
+        b"\xff\xff\xff\xff\xff",
+        b"\xff\xff/\x01\x02",
+        b"\xff\xfe",
+        b"kv/llama70b/00000000",
     ] {
         queries.push(q.to_vec());
     }
-    let hits = queries.iter().filter(|q| model_lpm(model, q).is_some()).count();
-    assert!(hits > 0 && hits < queries.len(), "the query set needs both hits and misses");
+    let hits = queries
+        .iter()
+        .filter(|q| model_lpm(model, q).is_some())
+        .count();
+    assert!(
+        hits > 0 && hits < queries.len(),
+        "the query set needs both hits and misses"
+    );
     for q in &queries {
         check_lpm_query(e, model, q, LpmMethod::PredecessorSeek)?;
     }
@@ -342,8 +398,17 @@ pub fn check_counts(e: &dyn KvEngine, model: &Model) -> CheckResult {
         (b"q", b"r"),
     ];
     for (s, end) in ranges {
-        let want = if s < end { model.range(s.to_vec()..end.to_vec()).count() as u64 } else { 0 };
-        assert_eq!(e.count_range(s, end)?, want, "{}: count_range {s:?}..{end:?}", e.name());
+        let want = if s < end {
+            model.range(s.to_vec()..end.to_vec()).count() as u64
+        } else {
+            0
+        };
+        assert_eq!(
+            e.count_range(s, end)?,
+            want,
+            "{}: count_range {s:?}..{end:?}",
+            e.name()
+        );
     }
     Ok(())
 }
