@@ -37,8 +37,8 @@ fn options(durability: Durability) -> OpenOptions {
         cache: CacheBudget::mib(8),
         durability,
         expected_data_bytes: 4 << 20,
-        // Blank: always the throwaway cluster, never a server named in the environment.
-        pg_url: Some(String::new()),
+        // A throwaway cluster, unless AI_META_PG_URL names a server (then a table of our own).
+        pg_url: None,
     }
 }
 

@@ -53,8 +53,17 @@ fn cluster_io(step: &'static str, detail: impl Into<String>, e: std::io::Error) 
     }
 }
 
-/// Finds a directory holding `initdb` and `postgres`: `explicit` (from `AI_META_PG_BINDIR`),
-/// then `pg_config --bindir`, then the newest `/usr/lib/postgresql/*/bin`, then `PATH`.
+/// The server binaries to use: `AI_META_PG_BINDIR` alone when it is set (an explicit choice
+/// never falls back elsewhere), otherwise the system search of [`find_bindir`].
+pub(super) fn bindir_from_env() -> Result<PathBuf> {
+    match std::env::var_os("AI_META_PG_BINDIR").filter(|v| !v.is_empty()) {
+        Some(dir) => find_bindir(Some(PathBuf::from(dir)), false),
+        None => find_bindir(None, true),
+    }
+}
+
+/// Finds a directory holding `initdb` and `postgres`: `explicit`, then (if `search_system`)
+/// `pg_config --bindir`, the newest `/usr/lib/postgresql/*/bin`, and `PATH`.
 pub(super) fn find_bindir(explicit: Option<PathBuf>, search_system: bool) -> Result<PathBuf> {
     let usable = |d: &Path| d.join("initdb").is_file() && d.join("postgres").is_file();
     let mut searched = Vec::new();
@@ -138,10 +147,7 @@ impl PgCluster {
         cache_bytes: u64,
         durability: Durability,
     ) -> Result<(Self, postgres::Client)> {
-        let bindir = find_bindir(
-            std::env::var_os("AI_META_PG_BINDIR").map(PathBuf::from),
-            true,
-        )?;
+        let bindir = bindir_from_env()?;
         let user = run_as()?;
         let root = tempfile::Builder::new()
             .prefix("aimeta-pg-")

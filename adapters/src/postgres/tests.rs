@@ -20,7 +20,7 @@ fn missing_binaries_give_an_install_hint() {
 /// The cluster's directory is gone after a normal drop and after a panic unwinds past it.
 #[test]
 fn throwaway_cluster_is_removed_on_drop_and_on_panic() -> Result<()> {
-    if let Err(e) = cluster::find_bindir(None, true) {
+    if let Err(e) = cluster::bindir_from_env() {
         println!("PostgreSQL skipped: {e}");
         return Ok(());
     }
@@ -95,7 +95,7 @@ fn throwaway_cluster_is_removed_after_ctrl_c() -> std::result::Result<(), Box<dy
     if std::env::var_os(CHILD_ENV).is_some() {
         return Ok(()); // the child runs only its own test
     }
-    if let Err(e) = cluster::find_bindir(None, true) {
+    if let Err(e) = cluster::bindir_from_env() {
         println!("PostgreSQL skipped: {e}");
         return Ok(());
     }
