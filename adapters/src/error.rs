@@ -1,0 +1,158 @@
+//! The crate's typed errors. Each message says what to do; the engine's own error is kept as
+//! the `source()` so callers can print the whole chain.
+
+use std::path::PathBuf;
+
+/// A boxed engine error, kept as the `source()` of [`Error::Backend`].
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// The result type of every adapter call.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything an adapter can fail with.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The engine has no native way to do this operation.
+    #[error(
+        "{engine} does not support {operation} natively; check capabilities() first or use an \
+         emulated method (e.g. LpmMethod::PredecessorSeek)"
+    )]
+    Unsupported {
+        /// The engine's name.
+        engine: &'static str,
+        /// What was asked for.
+        operation: &'static str,
+    },
+
+    /// An engine name that [`crate::EngineKind`] does not know.
+    #[error("unknown engine {name:?}; valid names are: {valid}")]
+    UnknownEngine {
+        /// The name given.
+        name: String,
+        /// The valid names, comma-separated.
+        valid: String,
+    },
+
+    /// The engine exists but this build left it out.
+    #[error(
+        "engine {engine} is not compiled in; rebuild aimeta-adapters with feature \"{feature}\" \
+         (it is on by default)"
+    )]
+    FeatureDisabled {
+        /// The engine's name.
+        engine: &'static str,
+        /// The Cargo feature that enables it.
+        feature: &'static str,
+    },
+
+    /// `bulk_load` got a key that is not greater than the one before it or than the largest
+    /// key already stored.
+    #[error(
+        "{engine}: bulk_load input is not strictly ascending at pair #{index} (or it is not above \
+         the largest stored key); sort and deduplicate the pairs, or load them with put()"
+    )]
+    UnsortedInput {
+        /// The engine's name.
+        engine: &'static str,
+        /// Zero-based position of the offending pair in this call's input.
+        index: u64,
+    },
+
+    /// A key the engine cannot store (empty, or over the engine's size limit).
+    #[error("{engine}: invalid key: {reason}")]
+    InvalidKey {
+        /// The engine's name.
+        engine: &'static str,
+        /// Why the key was refused and what is allowed.
+        reason: String,
+    },
+
+    /// A file-system operation on the engine's directory failed.
+    #[error("{engine}: could not {action} {path}; check that the directory exists, is writable and the disk has room")]
+    Io {
+        /// The engine's name.
+        engine: &'static str,
+        /// What was being done.
+        action: &'static str,
+        /// The path involved.
+        path: PathBuf,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+
+    /// The engine itself returned an error.
+    #[error(
+        "{engine}: {operation} failed (the engine's error follows); check the engine's directory, \
+         free disk space and, for PostgreSQL, the server log"
+    )]
+    Backend {
+        /// The engine's name.
+        engine: &'static str,
+        /// What was being done.
+        operation: &'static str,
+        /// The engine's error.
+        #[source]
+        source: BoxError,
+    },
+
+    /// A previous call panicked while holding this engine's connection lock.
+    #[error("{engine}: a previous call panicked while holding the connection lock; drop and reopen the engine")]
+    Poisoned {
+        /// The engine's name.
+        engine: &'static str,
+    },
+
+    /// No PostgreSQL server binaries were found for the throwaway cluster.
+    #[error(
+        "PostgreSQL server binaries not found ({searched}); install them (Debian: apt-get install \
+         postgresql) or point AI_META_PG_URL / OpenOptions::pg_url at a running server"
+    )]
+    PostgresUnavailable {
+        /// Where we looked.
+        searched: String,
+    },
+
+    /// The throwaway PostgreSQL cluster could not be created or started.
+    #[error("PostgreSQL throwaway cluster: {step} failed: {detail}")]
+    PostgresCluster {
+        /// Which step (initdb, start, connect, ...).
+        step: &'static str,
+        /// What went wrong and what to do, including the tail of the server log where useful.
+        detail: String,
+        /// The underlying error, if any.
+        #[source]
+        source: Option<BoxError>,
+    },
+}
+
+impl Error {
+    /// Wraps an engine error with the engine's name and the operation.
+    pub fn backend(
+        engine: &'static str,
+        operation: &'static str,
+        source: impl Into<BoxError>,
+    ) -> Self {
+        Error::Backend {
+            engine,
+            operation,
+            source: source.into(),
+        }
+    }
+
+    /// Wraps an I/O error on a path.
+    pub fn io(
+        engine: &'static str,
+        action: &'static str,
+        path: impl Into<PathBuf>,
+        source: std::io::Error,
+    ) -> Self {
+        Error::Io {
+            engine,
+            action,
+            path: path.into(),
+            source,
+        }
+    }
+}

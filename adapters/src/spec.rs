@@ -1,0 +1,154 @@
+//! Naming and opening engines: [`EngineKind`] and [`open`].
+
+use crate::api::{KvEngine, OpenOptions};
+use crate::error::{Error, Result};
+use std::fmt;
+use std::path::Path;
+use std::str::FromStr;
+
+/// The engines this crate can open, by the names used on the command line and in reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
+pub enum EngineKind {
+    /// RocksDB (LSM tree), `"rocksdb"`.
+    RocksDb,
+    /// SQLite with its defaults (rollback journal, synchronous=FULL, no statement cache), `"sqlite"`.
+    Sqlite,
+    /// SQLite tuned (WAL, synchronous=NORMAL, cached statements, cache = budget), `"sqlite-tuned"`.
+    SqliteTuned,
+    /// LMDB through heed (copy-on-write B+tree over mmap), `"lmdb"`.
+    Lmdb,
+    /// redb (copy-on-write B-tree in pure Rust), `"redb"`.
+    Redb,
+    /// PostgreSQL over a unix socket (a throwaway local cluster unless a URL is given), `"postgres"`.
+    Postgres,
+}
+
+impl EngineKind {
+    /// Every engine kind, compiled in or not.
+    pub const ALL: [EngineKind; 6] = [
+        EngineKind::RocksDb,
+        EngineKind::Sqlite,
+        EngineKind::SqliteTuned,
+        EngineKind::Lmdb,
+        EngineKind::Redb,
+        EngineKind::Postgres,
+    ];
+
+    /// The engine's name, as accepted by `FromStr`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            EngineKind::RocksDb => "rocksdb",
+            EngineKind::Sqlite => "sqlite",
+            EngineKind::SqliteTuned => "sqlite-tuned",
+            EngineKind::Lmdb => "lmdb",
+            EngineKind::Redb => "redb",
+            EngineKind::Postgres => "postgres",
+        }
+    }
+
+    /// The Cargo feature of aimeta-adapters that compiles this engine in.
+    pub const fn feature(self) -> &'static str {
+        match self {
+            EngineKind::RocksDb => "rocksdb",
+            EngineKind::Sqlite | EngineKind::SqliteTuned => "sqlite",
+            EngineKind::Lmdb => "lmdb",
+            EngineKind::Redb => "redb",
+            EngineKind::Postgres => "postgres",
+        }
+    }
+
+    /// Whether this build can open the engine.
+    pub const fn is_enabled(self) -> bool {
+        match self {
+            EngineKind::RocksDb => cfg!(feature = "rocksdb"),
+            EngineKind::Sqlite | EngineKind::SqliteTuned => cfg!(feature = "sqlite"),
+            EngineKind::Lmdb => cfg!(feature = "lmdb"),
+            EngineKind::Redb => cfg!(feature = "redb"),
+            EngineKind::Postgres => cfg!(feature = "postgres"),
+        }
+    }
+
+    /// The engine kinds this build can open.
+    pub fn enabled() -> Vec<EngineKind> {
+        Self::ALL.into_iter().filter(|k| k.is_enabled()).collect()
+    }
+}
+
+impl fmt::Display for EngineKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for EngineKind {
+    type Err = Error;
+
+    /// Parses an engine name (case-insensitive; `_` may stand for `-`).
+    fn from_str(s: &str) -> Result<Self> {
+        let wanted = s.trim().to_ascii_lowercase().replace('_', "-");
+        Self::ALL
+            .into_iter()
+            .find(|k| k.name() == wanted)
+            .ok_or_else(|| Error::UnknownEngine {
+                name: s.to_string(),
+                valid: Self::ALL.map(EngineKind::name).join(", "),
+            })
+    }
+}
+
+/// Opens (creating if needed) an engine whose files live in `dir`.
+///
+/// PostgreSQL keeps its data in its own server (see the postgres module): `dir` is not used
+/// by it. Fails with [`Error::FeatureDisabled`] for an engine this build left out.
+pub fn open(kind: EngineKind, dir: &Path, opts: &OpenOptions) -> Result<Box<dyn KvEngine>> {
+    let _ = (dir, opts); // unused when every engine feature is off
+    match kind {
+        #[cfg(feature = "rocksdb")]
+        EngineKind::RocksDb => Ok(Box::new(crate::rocksdb::RocksEngine::open(dir, opts)?)),
+        #[cfg(feature = "sqlite")]
+        EngineKind::Sqlite => Ok(Box::new(crate::sqlite::SqliteEngine::open(
+            dir, opts, false,
+        )?)),
+        #[cfg(feature = "sqlite")]
+        EngineKind::SqliteTuned => Ok(Box::new(crate::sqlite::SqliteEngine::open(
+            dir, opts, true,
+        )?)),
+        #[cfg(feature = "lmdb")]
+        EngineKind::Lmdb => Ok(Box::new(crate::lmdb::LmdbEngine::open(dir, opts)?)),
+        #[cfg(feature = "redb")]
+        EngineKind::Redb => Ok(Box::new(crate::redb::RedbEngine::open(dir, opts)?)),
+        #[cfg(feature = "postgres")]
+        EngineKind::Postgres => Ok(Box::new(crate::postgres::PgEngine::open(opts)?)),
+        #[allow(unreachable_patterns)]
+        other => Err(Error::FeatureDisabled {
+            engine: other.name(),
+            feature: other.feature(),
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip_and_unknown_lists_valid_names() {
+        for k in EngineKind::ALL {
+            assert_eq!(k.name().parse::<EngineKind>().ok(), Some(k));
+        }
+        assert_eq!(
+            "SQLite_Tuned".parse::<EngineKind>().ok(),
+            Some(EngineKind::SqliteTuned)
+        );
+        let msg = match "leveldb".parse::<EngineKind>() {
+            Err(e) => e.to_string(),
+            Ok(k) => panic!("parsed leveldb as {k}"),
+        };
+        assert!(msg.contains("\"leveldb\""), "{msg}");
+        assert!(
+            msg.contains("rocksdb, sqlite, sqlite-tuned, lmdb, redb, postgres"),
+            "{msg}"
+        );
+    }
+}
