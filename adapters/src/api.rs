@@ -112,6 +112,13 @@ pub enum ListItem<'a> {
 pub enum LpmMethod {
     /// The engine's own longest-prefix lookup; [`crate::Error::Unsupported`] where it has none.
     Native,
+    /// The engine's own lookup restricted to prefixes that end where the query holds
+    /// `delimiter` (or at its end): the deepest stored ancestor of a path. The same
+    /// candidates as [`LpmMethod::Bisect`], but right on any key set.
+    NativeAtBoundary {
+        /// The byte that ends each candidate prefix.
+        delimiter: u8,
+    },
     /// Seek to the greatest key <= query; if it is a prefix of the query, done; otherwise shrink
     /// the query to the longest common prefix of the two and repeat. Correct on any key set.
     PredecessorSeek,
@@ -145,6 +152,14 @@ pub struct IoCounters {
     pub data_misses: u64,
     /// Point lookups a bloom filter answered "absent" without reading a data block.
     pub bloom_useful: u64,
+    /// Pages (or blocks) read from storage, readahead included.
+    pub pages_read: u64,
+    /// Bytes read from storage by the engine.
+    pub bytes_read: u64,
+    /// Whole-frame reads (aimeta's full-frame reproduction mode only).
+    pub full_frame_reads: u64,
+    /// Pages fetched by readahead before being asked for.
+    pub readahead_pages: u64,
 }
 
 /// One interface over every compared engine.

@@ -169,7 +169,7 @@ pub(crate) fn longest_prefix(
     out: &mut Vec<u8>,
 ) -> Result<Option<usize>> {
     match method {
-        LpmMethod::Native => Err(Error::Unsupported {
+        LpmMethod::Native | LpmMethod::NativeAtBoundary { .. } => Err(Error::Unsupported {
             engine: e.engine_name(),
             operation: "native longest-prefix lookup (LpmMethod::Native)",
         }),

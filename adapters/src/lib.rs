@@ -12,6 +12,8 @@ pub mod emul;
 mod error;
 mod spec;
 
+#[cfg(feature = "aimeta")]
+pub mod aimeta;
 #[cfg(feature = "lmdb")]
 mod lmdb;
 #[cfg(feature = "postgres")]

@@ -10,6 +10,8 @@ use std::str::FromStr;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[non_exhaustive]
 pub enum EngineKind {
+    /// This project's engine (copy-on-write B+tree under a page-granular pool), `"aimeta"`.
+    Aimeta,
     /// RocksDB (LSM tree), `"rocksdb"`.
     RocksDb,
     /// SQLite with its defaults (rollback journal, synchronous=FULL, no statement cache), `"sqlite"`.
@@ -26,7 +28,8 @@ pub enum EngineKind {
 
 impl EngineKind {
     /// Every engine kind, compiled in or not.
-    pub const ALL: [EngineKind; 6] = [
+    pub const ALL: [EngineKind; 7] = [
+        EngineKind::Aimeta,
         EngineKind::RocksDb,
         EngineKind::Sqlite,
         EngineKind::SqliteTuned,
@@ -38,6 +41,7 @@ impl EngineKind {
     /// The engine's name, as accepted by `FromStr`.
     pub const fn name(self) -> &'static str {
         match self {
+            EngineKind::Aimeta => "aimeta",
             EngineKind::RocksDb => "rocksdb",
             EngineKind::Sqlite => "sqlite",
             EngineKind::SqliteTuned => "sqlite-tuned",
@@ -50,6 +54,7 @@ impl EngineKind {
     /// The Cargo feature of aimeta-adapters that compiles this engine in.
     pub const fn feature(self) -> &'static str {
         match self {
+            EngineKind::Aimeta => "aimeta",
             EngineKind::RocksDb => "rocksdb",
             EngineKind::Sqlite | EngineKind::SqliteTuned => "sqlite",
             EngineKind::Lmdb => "lmdb",
@@ -61,6 +66,7 @@ impl EngineKind {
     /// Whether this build can open the engine.
     pub const fn is_enabled(self) -> bool {
         match self {
+            EngineKind::Aimeta => cfg!(feature = "aimeta"),
             EngineKind::RocksDb => cfg!(feature = "rocksdb"),
             EngineKind::Sqlite | EngineKind::SqliteTuned => cfg!(feature = "sqlite"),
             EngineKind::Lmdb => cfg!(feature = "lmdb"),
@@ -104,6 +110,8 @@ impl FromStr for EngineKind {
 pub fn open(kind: EngineKind, dir: &Path, opts: &OpenOptions) -> Result<Box<dyn KvEngine>> {
     let _ = (dir, opts); // unused when every engine feature is off
     match kind {
+        #[cfg(feature = "aimeta")]
+        EngineKind::Aimeta => Ok(Box::new(crate::aimeta::AimetaEngine::open(dir, opts)?)),
         #[cfg(feature = "rocksdb")]
         EngineKind::RocksDb => Ok(Box::new(crate::rocksdb::RocksEngine::open(dir, opts)?)),
         #[cfg(feature = "sqlite")]

@@ -24,6 +24,7 @@ macro_rules! engine_cases {
 }
 
 engine_cases! {
+    #[cfg(feature = "aimeta")] aimeta_conforms => EngineKind::Aimeta;
     #[cfg(feature = "rocksdb")] rocksdb_conforms => EngineKind::RocksDb;
     #[cfg(feature = "sqlite")] sqlite_conforms => EngineKind::Sqlite;
     #[cfg(feature = "sqlite")] sqlite_tuned_conforms => EngineKind::SqliteTuned;

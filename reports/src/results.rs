@@ -69,6 +69,12 @@ pub struct Provenance {
     pub rustc: String,
     /// The command line that produced the file.
     pub command: String,
+    /// File system type of the directory the stores lived in.
+    #[serde(default)]
+    pub filesystem: String,
+    /// Versions of the engine crates the harness was built with (from Cargo.lock).
+    #[serde(default)]
+    pub engine_versions: std::collections::BTreeMap<String, String>,
 }
 
 /// The run's settings.
@@ -138,6 +144,10 @@ pub struct IoPerOp {
     pub bytes_read: f64,
     /// Pages fetched by readahead.
     pub readahead_pages: f64,
+    /// Bytes this process read from storage (not the page cache), from /proc/self/io;
+    /// PostgreSQL's reads happen in its server and are not counted here.
+    #[serde(default)]
+    pub os_read_bytes: f64,
 }
 
 /// Whether a measurement exists.
@@ -184,6 +194,9 @@ pub struct Record {
     pub size_on_disk_bytes: Option<u64>,
     /// The engine's I/O counters per operation, where it has them.
     pub io_per_op: Option<IoPerOp>,
+    /// Seconds the engine took to load the data set (the bulk_load record's total).
+    #[serde(default)]
+    pub load_secs: Option<f64>,
 }
 
 /// A whole results file.
@@ -282,6 +295,8 @@ mod tests {
                 date: "2026-11-30T00:00:00Z".into(),
                 rustc: "rustc 1.95.0".into(),
                 command: "ai-meta run".into(),
+                filesystem: "ext4".into(),
+                engine_versions: Default::default(),
             },
             config: RunConfig {
                 scale: "ci".into(),
@@ -305,6 +320,7 @@ mod tests {
                 ops_per_sec: 1.0,
                 size_on_disk_bytes: Some(4096),
                 io_per_op: None,
+                load_secs: None,
             }],
         }
     }

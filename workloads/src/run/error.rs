@@ -1,0 +1,57 @@
+//! Errors of the runner.
+
+use std::path::PathBuf;
+
+/// Why a run could not be made.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RunError {
+    /// A name given on the command line is not known.
+    #[error("unknown {what} {name:?}; valid: {valid}")]
+    UnknownName {
+        /// engine, workload, scale or budget mode.
+        what: &'static str,
+        /// The name given.
+        name: String,
+        /// The names accepted.
+        valid: String,
+    },
+    /// An engine failed while loading or measuring.
+    #[error("{engine} on {dataset}, {step}: {source}")]
+    Engine {
+        /// The engine.
+        engine: String,
+        /// The data set.
+        dataset: String,
+        /// What was being done.
+        step: String,
+        /// The adapter's error.
+        #[source]
+        source: aimeta_adapters::Error,
+    },
+    /// An engine returned a wrong answer: the measurement would be meaningless.
+    #[error("{engine} gave a wrong answer in {workload}: {detail}")]
+    WrongAnswer {
+        /// The engine.
+        engine: String,
+        /// The workload.
+        workload: String,
+        /// What was expected and what came back.
+        detail: String,
+    },
+    /// The work directory could not be prepared.
+    #[error("cannot use work directory {path}: {source}; pass --work-dir with a writable directory that has room")]
+    WorkDir {
+        /// The directory.
+        path: PathBuf,
+        /// The operating system's error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The memory cgroup for `--budget-mode cgroup` could not be set up.
+    #[error("--budget-mode cgroup needs a writable memory cgroup (v2 or v1, as root): {detail}; use --budget-mode engine instead")]
+    Cgroup {
+        /// What failed.
+        detail: String,
+    },
+}

@@ -1,0 +1,164 @@
+//! What the runner reads from and does to the operating system: /proc/self/io, dropping
+//! files from the page cache, memory cgroups, and the provenance of a run.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use super::RunError;
+
+/// Bytes this process caused to be read from storage (not from the page cache), from
+/// /proc/self/io; 0 where the kernel does not report it.
+pub fn os_read_bytes() -> u64 {
+    fs::read_to_string("/proc/self/io")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("read_bytes:").and_then(|v| v.trim().parse().ok()))
+        })
+        .unwrap_or(0)
+}
+
+/// Drops every file under `dir` from the OS page cache (posix_fadvise DONTNEED after
+/// fsync), so that the next reads come from storage.
+pub fn drop_from_page_cache(dir: &Path) -> std::io::Result<()> {
+    for entry in walk(dir)? {
+        let f = fs::File::open(&entry)?;
+        f.sync_all()?;
+        rustix::fs::fadvise(&f, 0, None, rustix::fs::Advice::DontNeed).map_err(std::io::Error::from)?;
+    }
+    Ok(())
+}
+
+fn walk(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    if !dir.exists() {
+        return Ok(out);
+    }
+    for e in fs::read_dir(dir)? {
+        let e = e?;
+        let p = e.path();
+        if e.file_type()?.is_dir() {
+            out.extend(walk(&p)?);
+        } else {
+            out.push(p);
+        }
+    }
+    Ok(out)
+}
+
+/// A memory cgroup the process runs in while the guard lives (the timed phase of
+/// `--budget-mode cgroup`); dropping it moves the process back and removes the group.
+#[derive(Debug)]
+pub struct CgroupGuard {
+    group: PathBuf,
+    back: PathBuf,
+    procs: &'static str,
+}
+
+impl CgroupGuard {
+    /// Creates a group limited to `limit` bytes (page cache included) and moves the
+    /// process into it.
+    pub fn enter(limit: u64) -> Result<CgroupGuard, RunError> {
+        let err = |detail: String| RunError::Cgroup { detail };
+        let pid = std::process::id().to_string();
+        let v2 = Path::new("/sys/fs/cgroup/cgroup.controllers").exists();
+        let (root, limit_file, procs) = if v2 {
+            (PathBuf::from("/sys/fs/cgroup"), "memory.max", "cgroup.procs")
+        } else {
+            (PathBuf::from("/sys/fs/cgroup/memory"), "memory.limit_in_bytes", "cgroup.procs")
+        };
+        let current = fs::read_to_string("/proc/self/cgroup").map_err(|e| err(format!("reading /proc/self/cgroup: {e}")))?;
+        let rel = current
+            .lines()
+            .find_map(|l| {
+                let mut parts = l.splitn(3, ':');
+                let (_, ctrl, path) = (parts.next()?, parts.next()?, parts.next()?);
+                let hit = if v2 { ctrl.is_empty() } else { ctrl.split(',').any(|c| c == "memory") };
+                hit.then(|| path.trim_start_matches('/').to_string())
+            })
+            .unwrap_or_default();
+        let back = root.join(&rel);
+        let group = root.join(format!("aimeta-bench-{pid}"));
+        fs::create_dir_all(&group).map_err(|e| err(format!("creating {}: {e}", group.display())))?;
+        let write = |file: &str, v: &str| fs::write(group.join(file), v).map_err(|e| err(format!("writing {}/{file}: {e}", group.display())));
+        write(limit_file, &limit.to_string())?;
+        if !v2 {
+            // Count swap too where the kernel allows it; ignore where it does not.
+            let _ = fs::write(group.join("memory.memsw.limit_in_bytes"), limit.to_string());
+        }
+        write(procs, &pid)?;
+        Ok(CgroupGuard { group, back, procs })
+    }
+}
+
+impl Drop for CgroupGuard {
+    fn drop(&mut self) {
+        let _ = fs::write(self.back.join(self.procs), std::process::id().to_string());
+        let _ = fs::remove_dir(&self.group);
+    }
+}
+
+fn first_line(cmd: &str, args: &[&str]) -> String {
+    std::process::Command::new(cmd)
+        .args(args)
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .and_then(|s| s.lines().next().map(str::to_string))
+        .unwrap_or_else(|| "unknown".into())
+}
+
+/// CPU model, cores and memory of this machine.
+pub fn machine() -> (String, u32, u64) {
+    let cpu = fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| s.lines().find_map(|l| l.strip_prefix("model name").map(|v| v.trim_start_matches([' ', '\t', ':']).to_string())))
+        .unwrap_or_else(|| "unknown CPU".into());
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
+    let mem = fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|s| s.lines().find_map(|l| l.strip_prefix("MemTotal:").and_then(|v| v.trim().trim_end_matches(" kB").trim().parse::<u64>().ok())))
+        .unwrap_or(0)
+        * 1024;
+    (cpu, cores, mem)
+}
+
+/// Kernel and OS.
+pub fn os() -> String {
+    let kernel = first_line("uname", &["-sr"]);
+    let distro = fs::read_to_string("/etc/os-release")
+        .ok()
+        .and_then(|s| s.lines().find_map(|l| l.strip_prefix("PRETTY_NAME=").map(|v| v.trim_matches('"').to_string())))
+        .unwrap_or_default();
+    format!("{kernel} {distro}").trim().to_string()
+}
+
+/// The file system type holding `dir`.
+pub fn filesystem(dir: &Path) -> String {
+    first_line("stat", &["-f", "-c", "%T", &dir.to_string_lossy()])
+}
+
+/// The git commit of the current directory's checkout, with `-dirty` when it has changes.
+pub fn git_commit() -> String {
+    let rev = first_line("git", &["rev-parse", "--short=12", "HEAD"]);
+    let dirty = std::process::Command::new("git")
+        .args(["status", "--porcelain", "--untracked-files=no"])
+        .output()
+        .map(|o| !o.stdout.is_empty())
+        .unwrap_or(false);
+    if dirty {
+        format!("{rev}-dirty")
+    } else {
+        rev
+    }
+}
+
+/// rustc's version line.
+pub fn rustc() -> String {
+    first_line("rustc", &["--version"])
+}
+
+/// The current UTC time, RFC 3339.
+pub fn now_utc() -> String {
+    first_line("date", &["-u", "+%Y-%m-%dT%H:%M:%SZ"])
+}
