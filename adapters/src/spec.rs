@@ -103,7 +103,8 @@ impl FromStr for EngineKind {
     }
 }
 
-/// Opens (creating if needed) an engine whose files live in `dir`.
+/// Opens (creating if needed) an engine whose files live in `dir`, which should be the
+/// engine's own: `size_on_disk` counts every file in it.
 ///
 /// PostgreSQL keeps its data in its own server (see the postgres module): `dir` is not used
 /// by it. Fails with [`Error::FeatureDisabled`] for an engine this build left out.

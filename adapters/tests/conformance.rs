@@ -3,6 +3,18 @@
 //! engine with one line in `engine_cases!`); PostgreSQL runs on a throwaway cluster and is
 //! skipped with one printed line where no server binaries are installed.
 
+// Built with no engine feature, the suite has no test to run and its helpers go unused.
+#![cfg_attr(
+    not(any(
+        feature = "rocksdb",
+        feature = "sqlite",
+        feature = "lmdb",
+        feature = "redb",
+        feature = "postgres"
+    )),
+    allow(dead_code, unused_imports)
+)]
+
 mod common;
 
 use aimeta_adapters::{
