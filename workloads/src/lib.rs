@@ -6,4 +6,6 @@
 #![warn(missing_docs)]
 
 pub mod gen;
+pub mod run;
 pub mod scale;
+mod versions;
