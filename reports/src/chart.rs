@@ -87,8 +87,11 @@ pub(crate) struct Chart {
     pub title: String,
     /// Lines under the title (wrapped if too long).
     pub subtitle: Vec<String>,
-    /// Axis title; ", log scale" is appended when the axis is logarithmic.
+    /// Axis title: what the values are. The unit (linear time axes) or ", log scale"
+    /// is added, then `better` in parentheses.
     pub axis_title: String,
+    /// Which way is better, e.g. "lower is better".
+    pub better: String,
     /// What the values are.
     pub kind: ValueKind,
     /// Always use a log axis.
@@ -156,8 +159,14 @@ impl Chart {
     /// The full axis title, saying when the scale is logarithmic.
     pub(crate) fn full_axis_title(&self, axis: &Axis) -> String {
         match axis.scale {
-            Scale::Log => format!("{}, log scale", self.axis_title),
-            Scale::Linear => self.axis_title.clone(),
+            Scale::Log => format!("{}, log scale ({})", self.axis_title, self.better),
+            Scale::Linear => match self.kind {
+                ValueKind::Time => {
+                    let unit = format::time_unit(axis.hi).1;
+                    format!("{} in {unit} ({})", self.axis_title, self.better)
+                }
+                ValueKind::Ratio => format!("{} ({})", self.axis_title, self.better),
+            },
         }
     }
 
@@ -400,6 +409,7 @@ mod tests {
             title: "Title".into(),
             subtitle: vec!["scale ci".into()],
             axis_title: "mean time per operation".into(),
+            better: "lower is better".into(),
             kind: ValueKind::Time,
             force_log: false,
             include: vec![],
@@ -428,7 +438,7 @@ mod tests {
         assert!(svg.contains("axis break"));
         assert!(svg.contains("<polygon"));
         assert!(svg.contains("N/A: unsupported"));
-        assert!(svg.contains("mean time per operation</text>"));
+        assert!(svg.contains("mean time per operation in µs (lower is better)</text>"));
     }
 
     #[test]
@@ -436,7 +446,7 @@ mod tests {
         let c = chart(&[100.0, 90_000.0, 200_000.0]);
         assert!(c
             .render(&DARK)
-            .contains("mean time per operation, log scale"));
+            .contains("mean time per operation, log scale (lower is better)"));
         assert!(c.render(&DARK).contains("#0d1117"));
     }
 

@@ -35,6 +35,9 @@ const ENGINES: [(&str, &str); 7] = [
 /// Colours for engines this build does not know, picked by a stable hash of the name.
 const SPARE_COLOURS: [&str; 4] = ["#edc948", "#9c755f", "#ff9da7", "#bab0ac"];
 
+/// Data set families in the order the report presents them.
+const FAMILIES: [&str; 3] = ["manifest", "kvchain", "chain_graph"];
+
 /// Variants in the order the report presents them (no variant first).
 const VARIANTS: [&str; 5] = [
     "paged",
@@ -137,10 +140,11 @@ pub(crate) fn fits(results: &Results, dataset: &str) -> Option<bool> {
 /// Orders data set names: by family, data that fits the budget first, then by name.
 pub(crate) fn cmp_dataset(results: &Results, a: &str, b: &str) -> Ordering {
     let family = |n: &str| {
-        results
+        let f = results
             .dataset(n)
             .map(|d| d.family.clone())
-            .unwrap_or_else(|| n.split('_').next().unwrap_or(n).to_string())
+            .unwrap_or_else(|| n.split('_').next().unwrap_or(n).to_string());
+        (rank(&FAMILIES, &f), f)
     };
     let kind = |n: &str| match fits(results, n) {
         Some(true) => 0,

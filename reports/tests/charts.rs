@@ -66,7 +66,7 @@ fn charts_carry_engines_values_units_and_the_subtitle() -> TestResult {
         assert!(get.contains(">720 ns</text>"));
         assert!(get.contains(">2.25 µs</text>"));
         assert!(get.contains("scale ci · cache budget 64 MiB (engine mode)"));
-        assert!(get.contains("mean time per operation (lower is better)"));
+        assert!(get.contains(">mean time per operation in µs (lower is better)</text>"));
         assert!(get.contains(" µs</text>"), "tick labels carry units");
         assert!(get.contains("N/A: skipped: no PostgreSQL server"));
         assert!(get.contains("manifest_beyond: beyond the cache budget"));
@@ -102,7 +102,7 @@ fn story_charts_tell_their_stories() -> TestResult {
     let dir = tempfile::tempdir()?;
     render(dir.path())?;
     let cliff = chart(dir.path(), "scan_cliff", "light")?;
-    assert!(cliff.contains("mean time per scan (lower is better), log scale"));
+    assert!(cliff.contains(">mean time per scan, log scale (lower is better)</text>"));
     assert!(cliff.contains(">paged · fits the budget</text>"));
     assert!(cliff.contains(">full_frame · beyond the budget</text>"));
     assert!(cliff.contains("60× the fits time"));
