@@ -4,7 +4,7 @@
 //! column sized from their text, so no text overlaps a bar or another text.
 
 use crate::axis::{self, Axis, Scale, BREAK_AT_SHARE};
-use crate::format::{self, fit_text, text_width, wrap};
+use crate::format::{self, fit_text, split_label, text_width, wrap};
 use crate::svg::{Anchor, Svg, TextStyle, Theme};
 
 const WIDTH: f64 = 960.0;
@@ -17,6 +17,8 @@ const TICK_SIZE: f64 = 11.0;
 const NOTE_SIZE: f64 = 11.0;
 const HEADER_H: f64 = 28.0;
 const ROW_H: f64 = 24.0;
+/// Height of a row whose label takes two lines.
+const ROW_H2: f64 = 36.0;
 const BAR_H: f64 = 14.0;
 const LINE_H: f64 = 17.0;
 const MAX_LABEL_COL: f64 = 280.0;
@@ -204,10 +206,21 @@ impl Chart {
         if self.reference.is_some() {
             top += LINE_H;
         }
+        let label_lines = |r: &Row| split_label(&r.label, LABEL_SIZE, label_col);
+        let row_h = |r: &Row| {
+            if label_lines(r).len() > 1 {
+                ROW_H2
+            } else {
+                ROW_H
+            }
+        };
         let rows_h: f64 = self
             .sections
             .iter()
-            .map(|s| s.rows.len() as f64 * ROW_H + if s.header.is_some() { HEADER_H } else { 0.0 })
+            .map(|s| {
+                s.rows.iter().map(row_h).sum::<f64>()
+                    + if s.header.is_some() { HEADER_H } else { 0.0 }
+            })
             .sum();
         let bottom = top + rows_h.max(ROW_H) + 4.0;
         let mut notes: Vec<String> = Vec::new();
@@ -301,8 +314,10 @@ impl Chart {
                 y += HEADER_H;
             }
             for row in &section.rows {
-                self.draw_row(&mut svg, theme, &axis, row, y, (left, right));
-                y += ROW_H;
+                let h = row_h(row);
+                let slot = Slot { y, h, left, right };
+                self.draw_row(&mut svg, theme, &axis, row, &label_lines(row), slot);
+                y += h;
             }
         }
 
@@ -315,20 +330,25 @@ impl Chart {
         theme: &Theme,
         axis: &Axis,
         row: &Row,
-        y: f64,
-        (left, right): (f64, f64),
+        label: &[String],
+        Slot { y, h, left, right }: Slot,
     ) {
-        let label = fit_text(&row.label, LABEL_SIZE, false, left - PAD - 10.0);
+        let mid = y + h / 2.0;
+        // Baseline of one line of 12 px text centred on the row.
+        let base = mid + 4.0;
         let style = TextStyle::new(LABEL_SIZE, theme.text).anchor(Anchor::End);
-        svg.text(left - 10.0, y + 16.0, style, &label);
-        let bar_y = y + (ROW_H - BAR_H) / 2.0;
+        let first = base - 7.0 * (label.len() as f64 - 1.0);
+        for (i, line) in label.iter().enumerate() {
+            svg.text(left - 10.0, first + 14.0 * i as f64, style, line);
+        }
+        let bar_y = mid - BAR_H / 2.0;
         match &row.cell {
             Cell::Missing(why) => {
                 let text = fit_text(why, LABEL_SIZE, false, WIDTH - PAD - left - 4.0);
                 let style = TextStyle::new(LABEL_SIZE, theme.muted)
                     .italic()
                     .halo(theme.background);
-                svg.text(left + 4.0, y + 16.0, style, &text);
+                svg.text(left + 4.0, base, style, &text);
             }
             Cell::Value(v) => {
                 let (share, cut) = axis.position(*v);
@@ -355,11 +375,20 @@ impl Chart {
                 if let Some(text) = self.value_label(row, axis) {
                     let text = fit_text(&text, VALUE_SIZE, false, WIDTH - PAD - (left + w + 6.0));
                     let style = TextStyle::new(VALUE_SIZE, theme.text).halo(theme.background);
-                    svg.text(left + w + 6.0, y + 16.0, style, &text);
+                    svg.text(left + w + 6.0, base, style, &text);
                 }
             }
         }
     }
+}
+
+/// Where a row is drawn: its top and height, and the plot's left and right edges.
+#[derive(Debug, Clone, Copy)]
+struct Slot {
+    y: f64,
+    h: f64,
+    left: f64,
+    right: f64,
 }
 
 /// The axis-break mark: a slanted gap of background colour between two slanted lines,

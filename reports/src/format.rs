@@ -199,6 +199,35 @@ pub(crate) fn fit_text(s: &str, size: f64, bold: bool, max_px: f64) -> String {
     format!("{}…", out.trim_end())
 }
 
+/// `s` on one line if it fits `max_px`, else on two: broken after the last space, `-`,
+/// `_`, `.`, `/` or `·` that lets the first line fit (else wherever it must), the second
+/// line cut with an ellipsis if it is still too long.
+pub(crate) fn split_label(s: &str, size: f64, max_px: f64) -> Vec<String> {
+    if text_width(s, size, false) <= max_px {
+        return vec![s.to_string()];
+    }
+    let fits = |end: usize| text_width(s[..end].trim_end(), size, false) <= max_px;
+    let mut soft = None;
+    let mut hard = 0;
+    for (i, c) in s.char_indices() {
+        let end = i + c.len_utf8();
+        if !fits(end) {
+            break;
+        }
+        hard = end;
+        if matches!(c, ' ' | '-' | '_' | '.' | '/' | '·') {
+            soft = Some(end);
+        }
+    }
+    let end = soft
+        .unwrap_or(hard)
+        .max(s.chars().next().map_or(0, char::len_utf8));
+    vec![
+        s[..end].trim_end().to_string(),
+        fit_text(s[end..].trim_start(), size, false, max_px),
+    ]
+}
+
 /// Splits `s` at spaces into lines whose estimated width fits `max_px`; a single word
 /// too long for a line is cut with an ellipsis.
 pub(crate) fn wrap(s: &str, size: f64, bold: bool, max_px: f64) -> Vec<String> {
@@ -272,5 +301,13 @@ mod tests {
         assert!(lines.len() > 2);
         assert!(lines.iter().all(|l| text_width(l, 12.0, false) <= 150.0));
         assert_eq!(lines.join(" "), long);
+        assert_eq!(split_label("aimeta", 12.0, 100.0), vec!["aimeta"]);
+        let two = split_label("an-engine-with-a-long-name paged", 12.0, 130.0);
+        assert_eq!(two.len(), 2);
+        assert!(two[0].ends_with('-') && two.iter().all(|l| text_width(l, 12.0, false) <= 130.0));
+        assert_eq!(
+            split_label("xxxxxxxxxxxxxxxxxxxxxxxxxxxx", 12.0, 60.0).len(),
+            2
+        );
     }
 }

@@ -219,10 +219,9 @@ fn text_boxes(group: &usvg::Group, out: &mut Vec<tiny_skia::Rect>) {
     }
 }
 
-#[test]
-fn pngs_render_and_no_text_overlaps() -> TestResult {
-    let dir = tempfile::tempdir()?;
-    let summary = render(dir.path())?;
+/// Renders every chart to PNG (kept under the target directory for a look), and, when
+/// the system has fonts, checks that no two texts overlap and none leaves the canvas.
+fn render_pngs_and_check_text(charts: &[PathBuf], png_dir: &Path) -> TestResult {
     let mut fontdb = usvg::fontdb::Database::new();
     fontdb.load_system_fonts();
     let have_fonts = !fontdb.is_empty();
@@ -230,9 +229,8 @@ fn pngs_render_and_no_text_overlaps() -> TestResult {
         fontdb: Arc::new(fontdb),
         ..usvg::Options::default()
     };
-    let png_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("report-png");
-    std::fs::create_dir_all(&png_dir)?;
-    for path in &summary.charts {
+    std::fs::create_dir_all(png_dir)?;
+    for path in charts {
         let tree = usvg::Tree::from_str(&std::fs::read_to_string(path)?, &opt)?;
         let size = tree.size().to_int_size();
         let mut pixmap =
@@ -265,4 +263,50 @@ fn pngs_render_and_no_text_overlaps() -> TestResult {
         }
     }
     Ok(())
+}
+
+#[test]
+fn pngs_render_and_no_text_overlaps() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let summary = render(dir.path())?;
+    let png_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("report-png");
+    render_pngs_and_check_text(&summary.charts, &png_dir)
+}
+
+#[test]
+fn long_engine_names_wrap_without_overlapping() -> TestResult {
+    let mut results = support::synthetic();
+    let long = "an-engine-with-a-rather-long-name-for-the-chart_v2";
+    let extra: Vec<_> = results
+        .records
+        .iter()
+        .filter(|r| r.engine == "rocksdb" && r.workload == "kvchain_lpm")
+        .map(|r| {
+            let mut r = r.clone();
+            r.engine = long.to_string();
+            r.note = r.note.map(|n| {
+                format!(
+                    "{n}, and a note long enough to need cutting short at the edge of the chart"
+                )
+            });
+            r
+        })
+        .collect();
+    results.records.extend(extra);
+    let dir = tempfile::tempdir()?;
+    let summary = render_report(&results, dir.path(), None)?;
+    let lpm = chart(dir.path(), "kvchain_lpm", "light")?;
+    let label_lines: Vec<&str> = lpm.lines().filter(|l| l.contains(">an-engine")).collect();
+    assert!(
+        label_lines.iter().all(|l| !l.contains('…')) && !label_lines.is_empty(),
+        "wrapped, not cut: {label_lines:?}"
+    );
+    assert!(lpm.contains("<title>an-engine-with-a-rather-long-name-for-the-chart_v2 bisect"));
+    let png_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("report-png-long");
+    let charts: Vec<PathBuf> = summary
+        .charts
+        .into_iter()
+        .filter(|p| p.to_string_lossy().contains("lpm"))
+        .collect();
+    render_pngs_and_check_text(&charts, &png_dir)
 }
