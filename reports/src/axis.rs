@@ -187,8 +187,10 @@ impl Axis {
 mod tests {
     use super::*;
 
+    type TestResult = Result<(), Box<dyn std::error::Error>>;
+
     #[test]
-    fn close_values_get_a_linear_axis_from_zero() {
+    fn close_values_get_a_linear_axis_from_zero() -> TestResult {
         let a = plan(&[100.0, 230.0, 180.0], false, &[]);
         assert_eq!(a.scale, Scale::Linear);
         assert!(!a.cut);
@@ -197,10 +199,11 @@ mod tests {
         assert_eq!(a.ticks.first(), Some(&0.0));
         assert!(a.ticks.len() >= 3 && a.ticks.len() <= 8, "{a:?}");
         assert_eq!(a.position(a.hi), (1.0, false));
+        Ok(())
     }
 
     #[test]
-    fn one_huge_bar_is_cut_at_a_break() {
+    fn one_huge_bar_is_cut_at_a_break() -> TestResult {
         let a = plan(&[100.0, 230.0, 180.0, 50_000.0], false, &[]);
         assert_eq!(a.scale, Scale::Linear);
         assert!(a.cut);
@@ -208,10 +211,11 @@ mod tests {
         assert_eq!(a.position(50_000.0), (1.0, true));
         let (p, cut) = a.position(230.0);
         assert!(!cut && p <= BREAK_DOMAIN_SHARE);
+        Ok(())
     }
 
     #[test]
-    fn wide_spreads_get_a_log_axis() {
+    fn wide_spreads_get_a_log_axis() -> TestResult {
         let a = plan(&[10.0, 100.0, 5_000.0, 9_000.0], false, &[]);
         assert_eq!(a.scale, Scale::Log);
         assert_eq!(a.lo, 5.0);
@@ -223,22 +227,25 @@ mod tests {
         let b = plan(&[480.0, 28_600.0], true, &[]);
         assert_eq!((b.lo, b.hi), (200.0, 50_000.0));
         assert!(b.ticks.contains(&1000.0) && b.ticks.contains(&50_000.0));
+        Ok(())
     }
 
     #[test]
-    fn ratios_always_include_the_reference() {
+    fn ratios_always_include_the_reference() -> TestResult {
         let a = plan(&[0.3, 0.5], true, &[1.0]);
         assert_eq!(a.scale, Scale::Log);
         assert!(a.lo <= 0.15 && a.hi >= 1.0);
         assert!(a.ticks.contains(&1.0));
         assert!(a.ticks.windows(2).all(|w| w[0] < w[1]));
+        Ok(())
     }
 
     #[test]
-    fn degenerate_inputs_still_plan() {
+    fn degenerate_inputs_still_plan() -> TestResult {
         assert_eq!(plan(&[], false, &[]).scale, Scale::Linear);
         assert_eq!(plan(&[0.0, 0.0], false, &[]).hi, 1.0);
         assert_eq!(plan(&[f64::NAN, 5.0], false, &[]).scale, Scale::Linear);
         assert_eq!(plan(&[0.0, 5.0], true, &[]).scale, Scale::Linear);
+        Ok(())
     }
 }

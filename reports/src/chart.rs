@@ -421,6 +421,8 @@ mod tests {
     use super::*;
     use crate::svg::{DARK, LIGHT};
 
+    type TestResult = Result<(), Box<dyn std::error::Error>>;
+
     fn row(label: &str, cell: Cell) -> Row {
         Row {
             label: label.into(),
@@ -460,7 +462,7 @@ mod tests {
     }
 
     #[test]
-    fn an_outlier_is_cut_and_labelled_with_its_true_value() {
+    fn an_outlier_is_cut_and_labelled_with_its_true_value() -> TestResult {
         let c = chart(&[1200.0, 1500.0, 900.0, 250_000.0]);
         let svg = c.render(&LIGHT);
         assert!(svg.contains("250 µs (bar cut)"), "{svg}");
@@ -468,21 +470,24 @@ mod tests {
         assert!(svg.contains("<polygon"));
         assert!(svg.contains("N/A: unsupported"));
         assert!(svg.contains("mean time per operation in µs (lower is better)</text>"));
+        Ok(())
     }
 
     #[test]
-    fn a_wide_spread_says_log_scale_on_the_axis() {
+    fn a_wide_spread_says_log_scale_on_the_axis() -> TestResult {
         let c = chart(&[100.0, 90_000.0, 200_000.0]);
         assert!(c
             .render(&DARK)
             .contains("mean time per operation, log scale (lower is better)"));
         assert!(c.render(&DARK).contains("#0d1117"));
+        Ok(())
     }
 
     #[test]
-    fn an_empty_chart_says_so() {
+    fn an_empty_chart_says_so() -> TestResult {
         let mut c = chart(&[]);
         c.sections.clear();
         assert!(c.render(&LIGHT).contains("no measurements"));
+        Ok(())
     }
 }

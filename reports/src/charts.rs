@@ -231,10 +231,13 @@ fn workload_chart(results: &Results, workload: &str, reserved: &[String]) -> Cha
 mod tests {
     use super::*;
 
+    type TestResult = Result<(), Box<dyn std::error::Error>>;
+
     #[test]
-    fn stems_cannot_escape_the_directory() {
+    fn stems_cannot_escape_the_directory() -> TestResult {
         assert_eq!(file_stem("../../etc/passwd"), "______etc_passwd");
         assert_eq!(file_stem("manifest_scan"), "manifest_scan");
         assert_eq!(file_stem(""), "unnamed");
+        Ok(())
     }
 }

@@ -154,6 +154,8 @@ pub fn report_main(args: &[String]) -> i32 {
 mod tests {
     use super::*;
 
+    type TestResult = Result<(), Box<dyn std::error::Error>>;
+
     fn strings(a: &[&str]) -> Vec<String> {
         a.iter().map(|s| s.to_string()).collect()
     }
@@ -176,7 +178,7 @@ mod tests {
     }
 
     #[test]
-    fn rejects_bad_command_lines() {
+    fn rejects_bad_command_lines() -> TestResult {
         for bad in [
             &["--results"][..],
             &["--bogus"],
@@ -192,5 +194,6 @@ mod tests {
                 "{bad:?}: {e:?}"
             );
         }
+        Ok(())
     }
 }

@@ -256,8 +256,10 @@ pub(crate) fn wrap(s: &str, size: f64, bold: bool, max_px: f64) -> Vec<String> {
 mod tests {
     use super::*;
 
+    type TestResult = Result<(), Box<dyn std::error::Error>>;
+
     #[test]
-    fn durations_pick_a_readable_unit() {
+    fn durations_pick_a_readable_unit() -> TestResult {
         assert_eq!(duration(850.0), "850 ns");
         assert_eq!(duration(12_345.0), "12.3 µs");
         assert_eq!(duration(4_560_000.0), "4.56 ms");
@@ -269,10 +271,11 @@ mod tests {
         assert_eq!(duration_tick(2.5e4, 5e4), "25 µs");
         assert_eq!(duration_log_tick(1e3), "1 µs");
         assert_eq!(duration_log_tick(100.0), "100 ns");
+        Ok(())
     }
 
     #[test]
-    fn ratios_bytes_and_numbers() {
+    fn ratios_bytes_and_numbers() -> TestResult {
         assert_eq!(ratio(0.4234), "0.42×");
         assert_eq!(ratio(3.04), "3.0×");
         assert_eq!(ratio(12.4), "12×");
@@ -286,10 +289,11 @@ mod tests {
         assert_eq!(thousands(1_500_000), "1,500,000");
         assert_eq!(thousands(999), "999");
         assert_eq!(thousands(0), "0");
+        Ok(())
     }
 
     #[test]
-    fn escaping_and_fitting() {
+    fn escaping_and_fitting() -> TestResult {
         assert_eq!(xml("a<b & \"c\""), "a&lt;b &amp; &quot;c&quot;");
         assert_eq!(md_cell("a|b\nc"), "a\\|b c");
         let long = "a very long note that will not fit in the space it is given";
@@ -309,5 +313,6 @@ mod tests {
             split_label("xxxxxxxxxxxxxxxxxxxxxxxxxxxx", 12.0, 60.0).len(),
             2
         );
+        Ok(())
     }
 }

@@ -245,3 +245,48 @@ fn capitalise(s: &str) -> String {
         None => String::new(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::{IoPerOp, Latency};
+
+    type TestResult = Result<(), Box<dyn std::error::Error>>;
+
+    fn rec(status: Status, io: Option<IoPerOp>) -> Record {
+        Record {
+            workload: "manifest_get".into(),
+            dataset: "manifest_fits".into(),
+            engine: "redb".into(),
+            variant: None,
+            status,
+            note: Some("a | b\nc".into()),
+            ops: 10,
+            threads: 1,
+            ns_per_op: Latency {
+                mean: 1234.56,
+                ..Latency::default()
+            },
+            ops_per_sec: 810.0,
+            size_on_disk_bytes: Some(4096),
+            io_per_op: io,
+        }
+    }
+
+    #[test]
+    fn rows_escape_notes_and_say_na_without_a_measurement() -> TestResult {
+        let ok = record_row(&rec(Status::Ok, None), true);
+        assert!(ok.contains("| 1234.6 |"), "{ok}");
+        assert!(ok.contains("| 4 KiB (4096) |"));
+        assert!(ok.ends_with("| N/A | a \\| b c |"), "{ok}");
+        let io = IoPerOp {
+            pages_read: 1.5,
+            ..IoPerOp::default()
+        };
+        assert!(record_row(&rec(Status::Ok, Some(io)), true).contains("| 1.50 | 0.00 |"));
+        let skipped = record_row(&rec(Status::Skipped, None), false);
+        assert!(skipped.contains("| skipped | N/A | N/A | N/A | N/A | N/A | N/A | N/A |"));
+        assert!(!skipped.contains("1234"));
+        Ok(())
+    }
+}

@@ -224,8 +224,10 @@ impl Results {
 mod tests {
     use super::*;
 
+    type TestResult = Result<(), Box<dyn std::error::Error>>;
+
     #[test]
-    fn colours_are_fixed_and_distinct() {
+    fn colours_are_fixed_and_distinct() -> TestResult {
         assert_eq!(engine_colour("aimeta"), "#f28e2b");
         let mut known: Vec<&str> = ENGINES.iter().map(|(e, _)| engine_colour(e)).collect();
         known.sort_unstable();
@@ -233,15 +235,17 @@ mod tests {
         assert_eq!(known.len(), ENGINES.len());
         assert_eq!(engine_colour("newdb"), engine_colour("newdb"));
         assert!(SPARE_COLOURS.contains(&engine_colour("newdb")));
+        Ok(())
     }
 
     #[test]
-    fn orders_put_known_names_first() {
+    fn orders_put_known_names_first() -> TestResult {
         assert_eq!(cmp_workload("manifest_scan", "bulk_load"), Ordering::Less);
         assert_eq!(cmp_workload("zzz", "bulk_load"), Ordering::Greater);
         assert_eq!(cmp_engine("aimeta", "lmdb"), Ordering::Less);
         assert_eq!(cmp_engine("postgres", "aaa"), Ordering::Less);
         assert_eq!(cmp_variant(None, Some("paged")), Ordering::Less);
         assert_eq!(cmp_variant(Some("native"), Some("bisect")), Ordering::Less);
+        Ok(())
     }
 }

@@ -100,6 +100,8 @@ pub(crate) fn splice(readme: &str, body: &str) -> Result<String, String> {
 mod tests {
     use super::*;
 
+    type TestResult = Result<(), Box<dyn std::error::Error>>;
+
     #[test]
     fn splices_between_markers_only() -> Result<(), String> {
         let readme = format!("# T\n\nbefore\n{BEGIN_MARKER}\nold\n{END_MARKER}\nafter\n");
@@ -113,7 +115,7 @@ mod tests {
     }
 
     #[test]
-    fn refuses_missing_duplicate_or_reversed_markers() {
+    fn refuses_missing_duplicate_or_reversed_markers() -> TestResult {
         assert!(splice("# T\n", "x").is_err_and(|e| e.contains("no")));
         assert!(splice(&format!("{BEGIN_MARKER}\n"), "x").is_err());
         assert!(splice(&format!("{END_MARKER}\n"), "x").is_err());
@@ -121,5 +123,6 @@ mod tests {
         assert!(splice(&reversed, "x").is_err_and(|e| e.contains("before")));
         let twice = format!("{BEGIN_MARKER}{END_MARKER}{BEGIN_MARKER}{END_MARKER}");
         assert!(splice(&twice, "x").is_err_and(|e| e.contains("more than one")));
+        Ok(())
     }
 }

@@ -258,3 +258,86 @@ pub(crate) fn lpm_variants(results: &Results) -> Chart {
         footnotes,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::{Latency, Provenance, RunConfig, Status, SCHEMA_VERSION};
+    use crate::svg::LIGHT;
+
+    type TestResult = Result<(), Box<dyn std::error::Error>>;
+
+    fn rec(workload: &str, engine: &str, status: Status, mean: f64) -> Record {
+        Record {
+            workload: workload.into(),
+            dataset: "manifest_beyond".into(),
+            engine: engine.into(),
+            variant: None,
+            status,
+            note: (status != Status::Ok).then(|| "why | not".to_string()),
+            ops: 10,
+            threads: 1,
+            ns_per_op: Latency {
+                mean,
+                ..Latency::default()
+            },
+            ops_per_sec: 1.0,
+            size_on_disk_bytes: None,
+            io_per_op: None,
+        }
+    }
+
+    fn results(records: Vec<Record>) -> Results {
+        Results {
+            schema_version: SCHEMA_VERSION,
+            provenance: Provenance {
+                machine: "m".into(),
+                cores: 1,
+                memory_bytes: 1,
+                os: "o".into(),
+                commit: "c".into(),
+                date: "d".into(),
+                rustc: "r".into(),
+                command: "x".into(),
+            },
+            config: RunConfig {
+                scale: "ci".into(),
+                budget_bytes: 1 << 20,
+                budget_mode: "cgroup".into(),
+                durability: "sync".into(),
+                seed: 1,
+                ops: 10,
+            },
+            datasets: vec![],
+            records,
+        }
+    }
+
+    #[test]
+    fn the_headline_says_why_a_ratio_is_missing() -> TestResult {
+        let r = results(vec![
+            rec("manifest_get", "aimeta", Status::Ok, 500.0),
+            rec("manifest_cas", "aimeta", Status::Ok, 500.0),
+            rec("manifest_cas", "lmdb", Status::Unsupported, 0.0),
+            rec("manifest_list", "lmdb", Status::Ok, 500.0),
+            rec("manifest_list", "aimeta", Status::Error, 0.0),
+        ]);
+        let svg = headline(&r).render(&LIGHT);
+        assert!(svg.contains("N/A: lmdb not measured"));
+        assert!(svg.contains("N/A: lmdb: unsupported: why | not"));
+        assert!(svg.contains("N/A: aimeta: error: why | not"));
+        assert!(svg.contains("cache budget 1 MiB (cgroup mode)"));
+        Ok(())
+    }
+
+    #[test]
+    fn story_charts_without_their_workload_say_so() -> TestResult {
+        let r = results(vec![rec("manifest_get", "aimeta", Status::Ok, 500.0)]);
+        for chart in [scan_cliff(&r), lpm_variants(&r)] {
+            assert!(chart
+                .render(&LIGHT)
+                .contains("no measurements in this results file"));
+        }
+        Ok(())
+    }
+}

@@ -266,8 +266,10 @@ impl Svg {
 mod tests {
     use super::*;
 
+    type TestResult = Result<(), Box<dyn std::error::Error>>;
+
     #[test]
-    fn writes_escaped_fixed_precision_elements() {
+    fn writes_escaped_fixed_precision_elements() -> TestResult {
         let mut s = Svg::new(100.0, 50.0, "a <title>", &LIGHT);
         s.text(1.25, 2.0, TextStyle::new(12.0, "#000").bold(), "x & y");
         s.line((0.0, -0.01), (3.0, 4.0), "#111", 1.0, true);
@@ -278,5 +280,6 @@ mod tests {
         assert!(out.contains("y1=\"0.0\""));
         assert!(out.contains("font-weight=\"bold\""));
         assert!(out.ends_with("</svg>\n"));
+        Ok(())
     }
 }
