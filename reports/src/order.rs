@@ -117,7 +117,7 @@ pub(crate) fn workload_description(workload: &str) -> Option<&'static str> {
 pub(crate) fn per_what(workload: &str) -> &'static str {
     match workload {
         "bulk_load" => "mean time per key loaded",
-        "manifest_get_par8" => "mean time per operation, per thread",
+        "manifest_get_par8" => "mean time per operation per thread",
         _ => "mean time per operation",
     }
 }
