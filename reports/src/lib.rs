@@ -1,13 +1,33 @@
 //! The results format of the ai-meta harness, and the charts and tables made from it.
 //! This crate works from results JSON alone: it never links an engine.
+//!
+//! [`render_report`] turns a [`Results`] into SVG charts (light and dark) under
+//! `docs/benchmarks/`, the tables of `docs/benchmarks/results.md`, and the README's
+//! Performance section; [`report_main`] is the `ai-meta report` command around it.
 
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
 mod atomic;
+mod axis;
+mod chart;
+mod charts;
+mod cli;
+mod format;
+mod markdown;
+mod order;
+mod readme;
+mod report;
 mod results;
+mod stories;
+mod svg;
 
 pub use atomic::write_atomically;
+pub use charts::{render_charts, RenderedChart};
+pub use cli::{report_main, report_main_with, run_report, REPORT_USAGE};
+pub use order::engine_colour;
+pub use readme::{BEGIN_MARKER, END_MARKER};
+pub use report::{render_report, ReportSummary, CHARTS_DIR};
 pub use results::{
     Dataset, IoPerOp, Latency, Provenance, Record, ReportError, Results, RunConfig, Status,
     SCHEMA_VERSION,

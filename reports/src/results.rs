@@ -48,6 +48,44 @@ pub enum ReportError {
         /// The file.
         path: PathBuf,
     },
+    /// The README's Performance section cannot be found: its marker comments are
+    /// missing, repeated or out of order. Nothing was written.
+    #[error("{path} {problem}; put `<!-- performance:begin -->` and `<!-- performance:end -->` (once each) where the Performance section goes")]
+    Readme {
+        /// The README.
+        path: PathBuf,
+        /// What is wrong with its markers.
+        problem: String,
+    },
+    /// The command line is not one `ai-meta report` understands.
+    #[error(
+        "{message}; usage: ai-meta report --results FILE [--out DIR] [--readme PATH | --no-readme]"
+    )]
+    Usage {
+        /// What is wrong with it.
+        message: String,
+    },
+    /// An output file could not be written (the input was fine).
+    #[error("cannot write {path}: {source}")]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// The operating system's error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl ReportError {
+    /// The exit code `ai-meta report` gives for this error: 2 for bad input (a missing
+    /// or unreadable results file or README, an unknown schema, no records, README
+    /// markers, the command line), 1 when writing the outputs failed.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            ReportError::Write { .. } => 1,
+            _ => 2,
+        }
+    }
 }
 
 /// Where and how a run was made.

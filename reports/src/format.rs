@@ -1,0 +1,318 @@
+//! Number and text formatting shared by the charts and the tables: durations with units,
+//! byte sizes, ratios, XML escaping, and a conservative estimate of rendered text width
+//! (used for layout, since the SVG viewer, not this crate, renders the text).
+
+/// Nanoseconds per unit, largest first.
+const TIME_UNITS: [(f64, &str); 4] = [(1e9, "s"), (1e6, "ms"), (1e3, "µs"), (1.0, "ns")];
+
+/// Formats `x` with three significant digits (no exponent), trailing zeros kept so that
+/// neighbouring values line up ("1.20", "12.0", "120").
+pub(crate) fn sig3(x: f64) -> String {
+    let a = x.abs();
+    if a >= 99.95 {
+        format!("{x:.0}")
+    } else if a >= 9.995 {
+        format!("{x:.1}")
+    } else {
+        format!("{x:.2}")
+    }
+}
+
+/// Formats a decimal with at most `max_decimals` decimals and no trailing zeros.
+pub(crate) fn trim_num(x: f64, max_decimals: usize) -> String {
+    let s = format!("{x:.max_decimals$}");
+    if s.contains('.') {
+        let t = s.trim_end_matches('0').trim_end_matches('.');
+        if t == "-0" {
+            "0".to_string()
+        } else {
+            t.to_string()
+        }
+    } else {
+        s
+    }
+}
+
+/// The unit (divisor, name) that shows `ns` with one to three integer digits.
+pub(crate) fn time_unit(ns: f64) -> (f64, &'static str) {
+    for (div, name) in TIME_UNITS {
+        if ns.abs() >= div * 0.9995 {
+            return (div, name);
+        }
+    }
+    (1.0, "ns")
+}
+
+/// A duration in nanoseconds as a short human string: "850 ns", "12.3 µs", "4.56 ms".
+pub(crate) fn duration(ns: f64) -> String {
+    if !ns.is_finite() {
+        return "N/A".to_string();
+    }
+    if ns == 0.0 {
+        return "0 ns".to_string();
+    }
+    let (div, name) = time_unit(ns);
+    format!("{} {name}", sig3(ns / div))
+}
+
+/// A tick label for a duration axis whose largest value is `axis_max` ns: every tick
+/// uses that value's unit, with only the decimals it needs.
+pub(crate) fn duration_tick(ns: f64, axis_max: f64) -> String {
+    if ns == 0.0 {
+        return "0".to_string();
+    }
+    let (div, name) = time_unit(axis_max);
+    format!("{} {name}", trim_num(ns / div, 3))
+}
+
+/// A tick label on a logarithmic duration axis: each tick in its own unit.
+pub(crate) fn duration_log_tick(ns: f64) -> String {
+    let (div, name) = time_unit(ns);
+    format!("{} {name}", trim_num(ns / div, 3))
+}
+
+/// An integer with thousands separators: "1,500,000".
+pub(crate) fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// A ratio: "0.42×", "3.1×", "12×".
+pub(crate) fn ratio(r: f64) -> String {
+    if !r.is_finite() {
+        return "N/A".to_string();
+    }
+    if r >= 9.95 {
+        format!("{r:.0}×")
+    } else if r >= 0.995 {
+        format!("{r:.1}×")
+    } else {
+        format!("{r:.2}×")
+    }
+}
+
+/// A tick label on a ratio axis.
+pub(crate) fn ratio_tick(r: f64) -> String {
+    format!("{}×", trim_num(r, 3))
+}
+
+/// A byte count in binary units: "512 B", "4 KiB", "1.5 MiB".
+pub(crate) fn bytes(b: f64) -> String {
+    const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
+    if !b.is_finite() {
+        return "N/A".to_string();
+    }
+    let mut v = b;
+    let mut i = 0;
+    while v >= 1023.95 && i + 1 < UNITS.len() {
+        v /= 1024.0;
+        i += 1;
+    }
+    if i == 0 {
+        format!("{} B", trim_num(v, 0))
+    } else {
+        format!(
+            "{} {}",
+            trim_num(v, if v >= 100.0 { 0 } else { 1 }),
+            UNITS[i]
+        )
+    }
+}
+
+/// Escapes text for an XML attribute or text node.
+pub(crate) fn xml(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            c if c.is_control() => out.push(' '),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Escapes text for a Markdown table cell: pipes, newlines, and HTML-significant angle
+/// brackets.
+pub(crate) fn md_cell(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '|' => out.push_str("\\|"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '\n' | '\r' | '\t' => out.push(' '),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Advance width of `c` in em, rounded up from DejaVu Sans (wider than Verdana, Arial or
+/// Helvetica), so layouts made from it leave room in every common sans-serif font.
+fn char_em(c: char) -> f64 {
+    match c {
+        ' ' | 'i' | 'j' | 'l' | '\'' | '|' | '.' | ',' | ':' | ';' | '!' | '·' => 0.34,
+        'f' | 't' | 'r' | 'I' | '(' | ')' | '[' | ']' | '/' | '\\' | '-' => 0.42,
+        'm' | 'w' | 'M' | 'W' | '%' | '@' | '—' | '…' => 1.0,
+        c if c.is_ascii_uppercase() => 0.8,
+        c if c.is_ascii() => 0.66,
+        _ => 0.9,
+    }
+}
+
+/// Estimated width in pixels of `s` set at `size` px (bold adds 10%).
+pub(crate) fn text_width(s: &str, size: f64, bold: bool) -> f64 {
+    let w: f64 = s.chars().map(char_em).sum::<f64>() * size;
+    if bold {
+        w * 1.1
+    } else {
+        w
+    }
+}
+
+/// `s` cut (with an ellipsis) so that its estimated width fits `max_px`.
+pub(crate) fn fit_text(s: &str, size: f64, bold: bool, max_px: f64) -> String {
+    if text_width(s, size, bold) <= max_px {
+        return s.to_string();
+    }
+    let mut out = String::new();
+    let budget = max_px - text_width("…", size, bold);
+    for c in s.chars() {
+        out.push(c);
+        if text_width(&out, size, bold) > budget {
+            out.pop();
+            break;
+        }
+    }
+    format!("{}…", out.trim_end())
+}
+
+/// `s` on one line if it fits `max_px`, else on two: broken after the last space, `-`,
+/// `_`, `.`, `/` or `·` that lets the first line fit (else wherever it must), the second
+/// line cut with an ellipsis if it is still too long.
+pub(crate) fn split_label(s: &str, size: f64, max_px: f64) -> Vec<String> {
+    if text_width(s, size, false) <= max_px {
+        return vec![s.to_string()];
+    }
+    let fits = |end: usize| text_width(s[..end].trim_end(), size, false) <= max_px;
+    let mut soft = None;
+    let mut hard = 0;
+    for (i, c) in s.char_indices() {
+        let end = i + c.len_utf8();
+        if !fits(end) {
+            break;
+        }
+        hard = end;
+        if matches!(c, ' ' | '-' | '_' | '.' | '/' | '·') {
+            soft = Some(end);
+        }
+    }
+    let end = soft
+        .unwrap_or(hard)
+        .max(s.chars().next().map_or(0, char::len_utf8));
+    vec![
+        s[..end].trim_end().to_string(),
+        fit_text(s[end..].trim_start(), size, false, max_px),
+    ]
+}
+
+/// Splits `s` at spaces into lines whose estimated width fits `max_px`; a single word
+/// too long for a line is cut with an ellipsis.
+pub(crate) fn wrap(s: &str, size: f64, bold: bool, max_px: f64) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut line = String::new();
+    for word in s.split_whitespace() {
+        let candidate = if line.is_empty() {
+            word.to_string()
+        } else {
+            format!("{line} {word}")
+        };
+        if text_width(&candidate, size, bold) <= max_px || line.is_empty() {
+            line = candidate;
+        } else {
+            lines.push(fit_text(&line, size, bold, max_px));
+            line = word.to_string();
+        }
+    }
+    if !line.is_empty() {
+        lines.push(fit_text(&line, size, bold, max_px));
+    }
+    lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    type TestResult = Result<(), Box<dyn std::error::Error>>;
+
+    #[test]
+    fn durations_pick_a_readable_unit() -> TestResult {
+        assert_eq!(duration(850.0), "850 ns");
+        assert_eq!(duration(12_345.0), "12.3 µs");
+        assert_eq!(duration(4_560_000.0), "4.56 ms");
+        assert_eq!(duration(999.8), "1.00 µs");
+        assert_eq!(duration(2.5e9), "2.50 s");
+        assert_eq!(duration(0.0), "0 ns");
+        assert_eq!(duration(f64::NAN), "N/A");
+        assert_eq!(duration_tick(0.0, 5e4), "0");
+        assert_eq!(duration_tick(2.5e4, 5e4), "25 µs");
+        assert_eq!(duration_log_tick(1e3), "1 µs");
+        assert_eq!(duration_log_tick(100.0), "100 ns");
+        Ok(())
+    }
+
+    #[test]
+    fn ratios_bytes_and_numbers() -> TestResult {
+        assert_eq!(ratio(0.4234), "0.42×");
+        assert_eq!(ratio(3.04), "3.0×");
+        assert_eq!(ratio(12.4), "12×");
+        assert_eq!(ratio_tick(0.1), "0.1×");
+        assert_eq!(bytes(512.0), "512 B");
+        assert_eq!(bytes(1048576.0), "1 MiB");
+        assert_eq!(bytes(1.5 * 1048576.0), "1.5 MiB");
+        assert_eq!(trim_num(2.500, 3), "2.5");
+        assert_eq!(trim_num(-0.0001, 2), "0");
+        assert_eq!(sig3(1.234), "1.23");
+        assert_eq!(thousands(1_500_000), "1,500,000");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(0), "0");
+        Ok(())
+    }
+
+    #[test]
+    fn escaping_and_fitting() -> TestResult {
+        assert_eq!(xml("a<b & \"c\""), "a&lt;b &amp; &quot;c&quot;");
+        assert_eq!(md_cell("a|b\nc"), "a\\|b c");
+        let long = "a very long note that will not fit in the space it is given";
+        let cut = fit_text(long, 12.0, false, 120.0);
+        assert!(cut.ends_with('…'));
+        assert!(text_width(&cut, 12.0, false) <= 120.0);
+        assert_eq!(fit_text("short", 12.0, false, 120.0), "short");
+        let lines = wrap(long, 12.0, false, 150.0);
+        assert!(lines.len() > 2);
+        assert!(lines.iter().all(|l| text_width(l, 12.0, false) <= 150.0));
+        assert_eq!(lines.join(" "), long);
+        assert_eq!(split_label("aimeta", 12.0, 100.0), vec!["aimeta"]);
+        let two = split_label("an-engine-with-a-long-name paged", 12.0, 130.0);
+        assert_eq!(two.len(), 2);
+        assert!(two[0].ends_with('-') && two.iter().all(|l| text_width(l, 12.0, false) <= 130.0));
+        assert_eq!(
+            split_label("xxxxxxxxxxxxxxxxxxxxxxxxxxxx", 12.0, 60.0).len(),
+            2
+        );
+        Ok(())
+    }
+}

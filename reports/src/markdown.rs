@@ -1,0 +1,292 @@
+//! docs/benchmarks/results.md: every number of a results file in tables, one per
+//! workload, with the provenance needed to trust them.
+
+use std::fmt::Write as _;
+
+use crate::format::{self, md_cell};
+use crate::order;
+use crate::results::{Record, Results, Status};
+
+fn raw(x: f64, decimals: usize) -> String {
+    if x.is_finite() {
+        format!("{x:.decimals$}")
+    } else {
+        "N/A".to_string()
+    }
+}
+
+fn size(b: Option<u64>) -> String {
+    match b {
+        Some(b) => format!("{} ({b})", format::bytes(b as f64)),
+        None => "N/A".to_string(),
+    }
+}
+
+fn status(s: Status) -> &'static str {
+    match s {
+        Status::Ok => "ok",
+        Status::Unsupported => "unsupported",
+        Status::Skipped => "skipped",
+        Status::Error => "error",
+    }
+}
+
+/// One table row of a record.
+fn record_row(r: &Record, io_columns: bool) -> String {
+    let na = r.status != Status::Ok;
+    let l = &r.ns_per_op;
+    let cell = |x: f64, d: usize| if na { "N/A".to_string() } else { raw(x, d) };
+    let mut cells = vec![
+        md_cell(&r.dataset),
+        md_cell(&r.engine),
+        md_cell(r.variant.as_deref().unwrap_or("")),
+        status(r.status).to_string(),
+        cell(l.mean, 1),
+        cell(l.p50, 1),
+        cell(l.p99, 1),
+        cell(l.p999, 1),
+        cell(r.ops_per_sec, 1),
+        if na {
+            "N/A".to_string()
+        } else {
+            r.ops.to_string()
+        },
+        if na {
+            "N/A".to_string()
+        } else {
+            r.threads.to_string()
+        },
+        size(r.size_on_disk_bytes),
+    ];
+    if io_columns {
+        match (&r.io_per_op, na) {
+            (Some(io), false) => cells.extend(
+                [
+                    io.pages_read,
+                    io.page_hits,
+                    io.page_misses,
+                    io.full_frame_reads,
+                    io.bytes_read,
+                    io.readahead_pages,
+                ]
+                .map(|x| raw(x, 2)),
+            ),
+            _ => cells.extend(std::iter::repeat_n("N/A".to_string(), 6)),
+        }
+    }
+    cells.push(md_cell(r.note.as_deref().unwrap_or("")));
+    format!("| {} |", cells.join(" | "))
+}
+
+fn header(out: &mut String, io_columns: bool) {
+    let mut cols = vec![
+        "data set",
+        "engine",
+        "variant",
+        "status",
+        "mean ns",
+        "p50 ns",
+        "p99 ns",
+        "p99.9 ns",
+        "ops/s",
+        "ops",
+        "threads",
+        "store size (bytes)",
+    ];
+    if io_columns {
+        cols.extend([
+            "pages read/op",
+            "page hits/op",
+            "page misses/op",
+            "full-frame reads/op",
+            "bytes read/op",
+            "readahead pages/op",
+        ]);
+    }
+    cols.push("note");
+    let _ = writeln!(out, "| {} |", cols.join(" | "));
+    let _ = writeln!(out, "|{}", " --- |".repeat(cols.len()));
+}
+
+/// The headline table: aimeta's mean over LMDB's, per workload and data set.
+fn headline(out: &mut String, results: &Results) {
+    let mut lines = Vec::new();
+    for w in results.workloads() {
+        for ds in results.datasets_of(w) {
+            let recs = results.records_of(w, ds);
+            let fastest = |engine: &str| {
+                recs.iter()
+                    .filter(|r| r.engine == engine && !order::is_bug_repro(r.variant.as_deref()))
+                    .filter_map(|r| r.mean_ns().map(|m| (m, *r)))
+                    .min_by(|a, b| a.0.total_cmp(&b.0))
+            };
+            if let (Some((a, ar)), Some((l, lr))) = (fastest("aimeta"), fastest("lmdb")) {
+                let ratio = if l > 0.0 {
+                    raw(a / l, 3)
+                } else {
+                    "N/A".to_string()
+                };
+                let v = |r: &Record| md_cell(r.variant.as_deref().unwrap_or(""));
+                lines.push(format!(
+                    "| {} | {} | {} | {} | {} | {} | {ratio} |",
+                    md_cell(w),
+                    md_cell(ds),
+                    raw(a, 1),
+                    v(ar),
+                    raw(l, 1),
+                    v(lr)
+                ));
+            }
+        }
+    }
+    if lines.is_empty() {
+        return;
+    }
+    out.push_str("## aimeta ÷ LMDB\n\n");
+    out.push_str(
+        "Each engine's fastest variant (aimeta's full_frame bug reproduction left out); a \
+         ratio below 1 means aimeta is faster.\n\n",
+    );
+    out.push_str("| workload | data set | aimeta mean ns | aimeta variant | LMDB mean ns | LMDB variant | ratio |\n");
+    out.push_str("| --- | --- | --- | --- | --- | --- | --- |\n");
+    for l in lines {
+        out.push_str(&l);
+        out.push('\n');
+    }
+    out.push('\n');
+}
+
+/// The whole of results.md.
+pub(crate) fn results_md(results: &Results) -> String {
+    let mut out = String::new();
+    let p = &results.provenance;
+    let c = &results.config;
+    out.push_str("# Benchmark results\n\n");
+    out.push_str(
+        "Generated by `ai-meta report` from a results file; do not edit by hand. Latencies are \
+         nanoseconds per operation (per key for bulk_load, per thread for parallel workloads). \
+         How the engines are configured and what is held equal: [fairness](../fairness.md).\n\n",
+    );
+    out.push_str("## Provenance\n\n| | |\n| --- | --- |\n");
+    let rows: [(&str, String); 14] = [
+        ("machine", p.machine.clone()),
+        ("cores", p.cores.to_string()),
+        ("memory", format::bytes(p.memory_bytes as f64)),
+        ("os", p.os.clone()),
+        ("commit", format!("`{}`", p.commit)),
+        ("date", p.date.clone()),
+        ("rustc", p.rustc.clone()),
+        ("command", format!("`{}`", p.command)),
+        ("schema version", results.schema_version.to_string()),
+        ("scale", c.scale.clone()),
+        (
+            "cache budget",
+            format!(
+                "{} ({} bytes), {} mode",
+                format::bytes(c.budget_bytes as f64),
+                c.budget_bytes,
+                c.budget_mode
+            ),
+        ),
+        ("durability", c.durability.clone()),
+        ("seed", c.seed.to_string()),
+        ("timed operations per measurement", c.ops.to_string()),
+    ];
+    for (k, v) in rows {
+        let _ = writeln!(out, "| {k} | {} |", md_cell(&v));
+    }
+    out.push('\n');
+
+    if !results.datasets.is_empty() {
+        out.push_str("## Data sets\n\n");
+        out.push_str("| data set | family | keys | data | fits the budget | data ÷ budget |\n");
+        out.push_str("| --- | --- | --- | --- | --- | --- |\n");
+        let mut ds: Vec<_> = results.datasets.iter().collect();
+        ds.sort_by(|a, b| order::cmp_dataset(results, &a.name, &b.name));
+        for d in ds {
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} | {} | {} |",
+                md_cell(&d.name),
+                md_cell(&d.family),
+                d.keys,
+                size(Some(d.data_bytes)),
+                if d.fits_budget { "yes" } else { "no" },
+                raw(d.ratio_to_budget, 2)
+            );
+        }
+        out.push('\n');
+    }
+
+    headline(&mut out, results);
+
+    for w in results.workloads() {
+        let _ = writeln!(out, "## {w}\n");
+        if let Some(d) = order::workload_description(w) {
+            let _ = writeln!(out, "{}.\n", capitalise(d));
+        }
+        let mut recs: Vec<&Record> = results.records.iter().filter(|r| r.workload == w).collect();
+        recs.sort_by(|a, b| order::cmp_record(results, a, b));
+        let io_columns = recs.iter().any(|r| r.io_per_op.is_some());
+        header(&mut out, io_columns);
+        for r in recs {
+            out.push_str(&record_row(r, io_columns));
+            out.push('\n');
+        }
+        out.push('\n');
+    }
+    out
+}
+
+fn capitalise(s: &str) -> String {
+    let mut c = s.chars();
+    match c.next() {
+        Some(f) => f.to_uppercase().chain(c).collect(),
+        None => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::{IoPerOp, Latency};
+
+    type TestResult = Result<(), Box<dyn std::error::Error>>;
+
+    fn rec(status: Status, io: Option<IoPerOp>) -> Record {
+        Record {
+            workload: "manifest_get".into(),
+            dataset: "manifest_fits".into(),
+            engine: "redb".into(),
+            variant: None,
+            status,
+            note: Some("a | b\nc".into()),
+            ops: 10,
+            threads: 1,
+            ns_per_op: Latency {
+                mean: 1234.56,
+                ..Latency::default()
+            },
+            ops_per_sec: 810.0,
+            size_on_disk_bytes: Some(4096),
+            io_per_op: io,
+        }
+    }
+
+    #[test]
+    fn rows_escape_notes_and_say_na_without_a_measurement() -> TestResult {
+        let ok = record_row(&rec(Status::Ok, None), true);
+        assert!(ok.contains("| 1234.6 |"), "{ok}");
+        assert!(ok.contains("| 4 KiB (4096) |"));
+        assert!(ok.ends_with("| N/A | a \\| b c |"), "{ok}");
+        let io = IoPerOp {
+            pages_read: 1.5,
+            ..IoPerOp::default()
+        };
+        assert!(record_row(&rec(Status::Ok, Some(io)), true).contains("| 1.50 | 0.00 |"));
+        let skipped = record_row(&rec(Status::Skipped, None), false);
+        assert!(skipped.contains("| skipped | N/A | N/A | N/A | N/A | N/A | N/A | N/A |"));
+        assert!(!skipped.contains("1234"));
+        Ok(())
+    }
+}

@@ -1,0 +1,159 @@
+//! `render_report`: a results file to charts, docs/benchmarks/results.md and the
+//! README's Performance section. Everything is made in memory first and the README is
+//! checked before any file is written; each file is then replaced atomically, and only
+//! when its content changes, so a second run on the same input touches nothing.
+
+use std::fs;
+use std::path::{Component, Path, PathBuf};
+
+use crate::charts::{render_charts, RenderedChart};
+use crate::results::{ReportError, Results};
+use crate::{markdown, readme, write_atomically};
+
+/// Where the charts and results.md go, under the output root.
+pub const CHARTS_DIR: &str = "docs/benchmarks";
+
+/// What `render_report` wrote.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReportSummary {
+    /// Every chart file, for each chart its light then its dark SVG.
+    pub charts: Vec<PathBuf>,
+    /// The tables: `<out>/docs/benchmarks/results.md`.
+    pub results_md: PathBuf,
+    /// The README whose Performance section was regenerated, if one was given.
+    pub readme: Option<PathBuf>,
+    /// The files whose content changed; the others were left untouched.
+    pub changed: Vec<PathBuf>,
+}
+
+/// Renders `results` into `out_dir` (the repository root): one SVG per chart and theme
+/// in `out_dir/docs/benchmarks/`, `results.md` beside them, and, when `readme` is given,
+/// the README's section between `<!-- performance:begin -->` and
+/// `<!-- performance:end -->`.
+///
+/// Refuses with [`ReportError::Readme`] before writing anything when the README's
+/// markers are missing or repeated, and with [`ReportError::Io`] when it cannot be read.
+pub fn render_report(
+    results: &Results,
+    out_dir: &Path,
+    readme: Option<&Path>,
+) -> Result<ReportSummary, ReportError> {
+    let charts = render_charts(results);
+    let dir = out_dir.join(CHARTS_DIR);
+
+    let readme_update = match readme {
+        Some(path) => {
+            let old = fs::read_to_string(path).map_err(|source| ReportError::Io {
+                path: path.to_path_buf(),
+                source,
+            })?;
+            let prefix = relative_prefix(path, out_dir);
+            let body = readme::section(results, &charts, &prefix);
+            let new = readme::splice(&old, &body).map_err(|problem| ReportError::Readme {
+                path: path.to_path_buf(),
+                problem,
+            })?;
+            Some((path.to_path_buf(), new))
+        }
+        None => None,
+    };
+
+    let mut changed = Vec::new();
+    let mut chart_paths = Vec::new();
+    for RenderedChart {
+        stem, light, dark, ..
+    } in &charts
+    {
+        for (theme, svg) in [("light", light), ("dark", dark)] {
+            let path = dir.join(format!("{stem}-{theme}.svg"));
+            write_if_changed(&path, svg, &mut changed)?;
+            chart_paths.push(path);
+        }
+    }
+    let results_md = dir.join("results.md");
+    write_if_changed(&results_md, &markdown::results_md(results), &mut changed)?;
+    if let Some((path, text)) = &readme_update {
+        write_if_changed(path, text, &mut changed)?;
+    }
+    Ok(ReportSummary {
+        charts: chart_paths,
+        results_md,
+        readme: readme_update.map(|(p, _)| p),
+        changed,
+    })
+}
+
+fn write_if_changed(
+    path: &Path,
+    text: &str,
+    changed: &mut Vec<PathBuf>,
+) -> Result<(), ReportError> {
+    if fs::read(path).is_ok_and(|old| old == text.as_bytes()) {
+        return Ok(());
+    }
+    write_atomically(path, text.as_bytes()).map_err(|source| ReportError::Write {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    changed.push(path.to_path_buf());
+    Ok(())
+}
+
+/// An absolute, and where possible symlink-free, form of `p`.
+fn resolved(p: &Path) -> PathBuf {
+    let p = if p.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        p
+    };
+    fs::canonicalize(p)
+        .or_else(|_| std::path::absolute(p))
+        .unwrap_or_else(|_| p.to_path_buf())
+}
+
+/// The URL path prefix leading from the README's folder to `out_dir`: "" when they are
+/// the same folder, else for example "../" or "site/".
+pub(crate) fn relative_prefix(readme: &Path, out_dir: &Path) -> String {
+    let from = resolved(readme.parent().unwrap_or(Path::new(".")));
+    let to = resolved(out_dir);
+    let names = |p: &Path| -> Vec<String> {
+        p.components()
+            .filter_map(|c| match c {
+                Component::Normal(s) => Some(s.to_string_lossy().into_owned()),
+                Component::ParentDir => Some("..".to_string()),
+                _ => None,
+            })
+            .collect()
+    };
+    let (from, to) = (names(&from), names(&to));
+    let common = from.iter().zip(&to).take_while(|(a, b)| a == b).count();
+    let mut prefix = "../".repeat(from.len() - common);
+    for part in &to[common..] {
+        prefix.push_str(part);
+        prefix.push('/');
+    }
+    prefix
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefixes_lead_from_the_readme_to_the_output_root() -> std::io::Result<()> {
+        let dir = tempfile::tempdir()?;
+        let root = dir.path();
+        fs::create_dir_all(root.join("a/b"))?;
+        assert_eq!(relative_prefix(&root.join("README.md"), root), "");
+        assert_eq!(relative_prefix(&root.join("a/README.md"), root), "../");
+        assert_eq!(
+            relative_prefix(&root.join("README.md"), &root.join("a/b")),
+            "a/b/"
+        );
+        assert_eq!(
+            relative_prefix(&root.join("a/b/R.md"), &root.join("a/c")),
+            "../c/"
+        );
+        Ok(())
+    }
+}

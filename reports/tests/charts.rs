@@ -1,0 +1,312 @@
+//! The charts of a full synthetic results file: well-formed SVG, the expected labels,
+//! values, units and subtitle, fixed engine colours, the outlier cut, the log axis, the
+//! headline's reference line, determinism, and (with system fonts, when present) PNG
+//! renderings whose text does not overlap.
+
+mod support;
+
+use std::collections::BTreeSet;
+use std::error::Error;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use aimeta_reports::{engine_colour, render_report, ReportSummary, CHARTS_DIR};
+use resvg::{tiny_skia, usvg};
+
+type TestResult = Result<(), Box<dyn Error>>;
+
+fn render(dir: &Path) -> Result<ReportSummary, Box<dyn Error>> {
+    Ok(render_report(&support::synthetic(), dir, None)?)
+}
+
+fn chart(dir: &Path, stem: &str, theme: &str) -> Result<String, Box<dyn Error>> {
+    Ok(std::fs::read_to_string(
+        dir.join(CHARTS_DIR).join(format!("{stem}-{theme}.svg")),
+    )?)
+}
+
+#[test]
+fn a_full_results_file_gives_every_chart_in_both_themes() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let summary = render(dir.path())?;
+    let mut stems = vec!["aimeta_vs_lmdb", "scan_cliff", "lpm_variants"];
+    stems.extend(support::WORKLOADS.iter().map(|(w, _)| *w));
+    let expected: Vec<PathBuf> = stems
+        .iter()
+        .flat_map(|s| {
+            ["light", "dark"].map(|t| dir.path().join(CHARTS_DIR).join(format!("{s}-{t}.svg")))
+        })
+        .collect();
+    assert_eq!(summary.charts, expected);
+    assert_eq!(
+        summary.results_md,
+        dir.path().join(CHARTS_DIR).join("results.md")
+    );
+    assert_eq!(summary.changed.len(), expected.len() + 1);
+    let opt = usvg::Options::default();
+    for path in &summary.charts {
+        let text = std::fs::read_to_string(path)?;
+        let tree =
+            usvg::Tree::from_str(&text, &opt).map_err(|e| format!("{}: {e}", path.display()))?;
+        assert!(tree.size().width() >= 900.0, "{}", path.display());
+    }
+    Ok(())
+}
+
+#[test]
+fn charts_carry_engines_values_units_and_the_subtitle() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    render(dir.path())?;
+    for theme in ["light", "dark"] {
+        let get = chart(dir.path(), "manifest_get", theme)?;
+        for e in support::ENGINES {
+            assert!(get.contains(&format!(">{e}</text>")), "{e} label missing");
+        }
+        // aimeta: 900 ns × 0.8 on manifest_fits; lmdb: 900 ns × 2.5 beyond the budget.
+        assert!(get.contains(">720 ns</text>"));
+        assert!(get.contains(">2.25 µs</text>"));
+        assert!(get.contains("scale ci · cache budget 64 MiB (engine mode)"));
+        assert!(get.contains(">mean time per operation in µs (lower is better)</text>"));
+        assert!(get.contains(" µs</text>"), "tick labels carry units");
+        assert!(get.contains("N/A: skipped: no PostgreSQL server"));
+        assert!(get.contains("manifest_beyond: beyond the cache budget"));
+        let cas = chart(dir.path(), "manifest_cas", theme)?;
+        assert!(cas.contains("N/A: unsupported: no compare-and-swap"));
+        let walk = chart(dir.path(), "chain_walk500", theme)?;
+        assert!(walk.contains("error: timed out after 600 s"));
+        let bulk = chart(dir.path(), "bulk_load", theme)?;
+        assert!(bulk.contains("mean time per key loaded"));
+        let par = chart(dir.path(), "manifest_get_par8", theme)?;
+        assert!(par.contains("per thread"));
+    }
+    Ok(())
+}
+
+#[test]
+fn the_outlier_is_cut_at_an_axis_break_with_its_true_value() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    render(dir.path())?;
+    let count = chart(dir.path(), "manifest_count8000", "light")?;
+    assert!(
+        count.contains(">988 ms (bar cut)</text>"),
+        "true value printed"
+    );
+    assert!(count.contains("marks an axis break"));
+    assert!(count.contains("<polygon"), "break glyph drawn");
+    assert!(!count.contains("log scale"));
+    Ok(())
+}
+
+#[test]
+fn story_charts_tell_their_stories() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    render(dir.path())?;
+    let cliff = chart(dir.path(), "scan_cliff", "light")?;
+    assert!(cliff.contains(">mean time per scan, log scale (lower is better)</text>"));
+    assert!(cliff.contains(">paged · fits the budget</text>"));
+    assert!(cliff.contains(">full_frame · beyond the budget</text>"));
+    assert!(cliff.contains("60× the fits time"));
+    assert!(cliff.contains("fill-opacity"), "fits bars drawn lighter");
+    let lpm = chart(dir.path(), "lpm_variants", "light")?;
+    for v in ["native", "predecessor_seek", "bisect"] {
+        assert!(lpm.contains(&format!(">{v}</text>")));
+    }
+    assert!(lpm.contains("data set kvchain_beyond"));
+    assert!(lpm.contains("N/A: unsupported: no native longest-prefix lookup"));
+    let head = chart(dir.path(), "aimeta_vs_lmdb", "light")?;
+    assert!(head.contains("stroke-dasharray"), "reference line at 1");
+    assert!(head.contains(">1×</text>"));
+    assert!(head.contains("← aimeta faster"));
+    assert!(head.contains("log scale"));
+    assert!(head.contains(">0.80×</text>"));
+    assert!(head.contains(">0.24× · aimeta native vs LMDB predecessor_seek</text>"));
+    assert!(
+        head.contains(">1.4×</text>"),
+        "aimeta slower on some workloads"
+    );
+    assert!(head.contains(">chain_walk500, chain_shuffled</text>"));
+    Ok(())
+}
+
+/// (fill, tooltip) of every bar with a tooltip.
+fn bars(svg: &str) -> Vec<(String, String)> {
+    svg.lines()
+        .filter(|l| l.starts_with("<rect") && l.contains("<title>"))
+        .filter_map(|l| {
+            let fill = l.split("fill=\"").nth(1)?.split('"').next()?;
+            let tip = l.split("<title>").nth(1)?.split("</title>").next()?;
+            Some((fill.to_string(), tip.to_string()))
+        })
+        .collect()
+}
+
+#[test]
+fn each_engine_keeps_one_colour_everywhere() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let summary = render(dir.path())?;
+    let mut seen = BTreeSet::new();
+    for path in &summary.charts {
+        for (fill, tip) in bars(&std::fs::read_to_string(path)?) {
+            let engine = tip.split([' ', ',']).next().unwrap_or("");
+            assert_eq!(fill, engine_colour(engine), "{}: {tip}", path.display());
+            seen.insert(engine.to_string());
+        }
+    }
+    assert_eq!(
+        seen.len(),
+        6,
+        "every engine but postgres (skipped) has bars: {seen:?}"
+    );
+    Ok(())
+}
+
+#[test]
+fn the_dark_variant_is_light_text_on_dark() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    render(dir.path())?;
+    let dark = chart(dir.path(), "manifest_get", "dark")?;
+    assert!(dark.contains("fill=\"#0d1117\""));
+    assert!(dark.contains("fill=\"#e6edf3\""));
+    assert!(!dark.contains("fill=\"#ffffff\""));
+    let light = chart(dir.path(), "manifest_get", "light")?;
+    assert!(light.contains("fill=\"#ffffff\""));
+    assert!(light.contains("fill=\"#1f2328\""));
+    Ok(())
+}
+
+#[test]
+fn rendering_is_deterministic() -> TestResult {
+    let (a, b) = (tempfile::tempdir()?, tempfile::tempdir()?);
+    let first = render(a.path())?;
+    let again = render(a.path())?;
+    assert!(
+        again.changed.is_empty(),
+        "second run rewrote {:?}",
+        again.changed
+    );
+    render(b.path())?;
+    let mut shuffled = support::synthetic();
+    shuffled.records.reverse();
+    let c = tempfile::tempdir()?;
+    render_report(&shuffled, c.path(), None)?;
+    for path in first.charts.iter().chain([&first.results_md]) {
+        let rel = path.strip_prefix(a.path())?;
+        let bytes = std::fs::read(path)?;
+        assert_eq!(
+            bytes,
+            std::fs::read(b.path().join(rel))?,
+            "{}",
+            rel.display()
+        );
+        assert_eq!(
+            bytes,
+            std::fs::read(c.path().join(rel))?,
+            "record order: {}",
+            rel.display()
+        );
+    }
+    Ok(())
+}
+
+/// Text boxes of a parsed chart (empty without fonts: text needs fonts to be laid out).
+fn text_boxes(group: &usvg::Group, out: &mut Vec<tiny_skia::Rect>) {
+    for node in group.children() {
+        match node {
+            usvg::Node::Group(g) => text_boxes(g, out),
+            usvg::Node::Text(t) => out.push(t.abs_bounding_box()),
+            _ => {}
+        }
+    }
+}
+
+/// Renders every chart to PNG (kept under the target directory for a look), and, when
+/// the system has fonts, checks that no two texts overlap and none leaves the canvas.
+fn render_pngs_and_check_text(charts: &[PathBuf], png_dir: &Path) -> TestResult {
+    let mut fontdb = usvg::fontdb::Database::new();
+    fontdb.load_system_fonts();
+    let have_fonts = !fontdb.is_empty();
+    let opt = usvg::Options {
+        fontdb: Arc::new(fontdb),
+        ..usvg::Options::default()
+    };
+    std::fs::create_dir_all(png_dir)?;
+    for path in charts {
+        let tree = usvg::Tree::from_str(&std::fs::read_to_string(path)?, &opt)?;
+        let size = tree.size().to_int_size();
+        let mut pixmap =
+            tiny_skia::Pixmap::new(size.width(), size.height()).ok_or("empty chart")?;
+        resvg::render(&tree, tiny_skia::Transform::default(), &mut pixmap.as_mut());
+        let name = path.file_name().ok_or("no name")?;
+        pixmap.save_png(png_dir.join(name).with_extension("png"))?;
+        if !have_fonts {
+            continue;
+        }
+        let mut boxes = Vec::new();
+        text_boxes(tree.root(), &mut boxes);
+        assert!(boxes.len() > 10, "{}: text was laid out", path.display());
+        let (w, h) = (tree.size().width(), tree.size().height());
+        for (i, a) in boxes.iter().enumerate() {
+            assert!(
+                a.left() >= 0.0 && a.top() >= 0.0 && a.right() <= w && a.bottom() <= h,
+                "{}: text outside the canvas at {a:?}",
+                path.display()
+            );
+            for b in &boxes[i + 1..] {
+                let overlap_x = a.right().min(b.right()) - a.left().max(b.left());
+                let overlap_y = a.bottom().min(b.bottom()) - a.top().max(b.top());
+                assert!(
+                    overlap_x <= 0.5 || overlap_y <= 0.5,
+                    "{}: texts overlap: {a:?} and {b:?}",
+                    path.display()
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn pngs_render_and_no_text_overlaps() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let summary = render(dir.path())?;
+    let png_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("report-png");
+    render_pngs_and_check_text(&summary.charts, &png_dir)
+}
+
+#[test]
+fn long_engine_names_wrap_without_overlapping() -> TestResult {
+    let mut results = support::synthetic();
+    let long = "an-engine-with-a-rather-long-name-for-the-chart_v2";
+    let extra: Vec<_> = results
+        .records
+        .iter()
+        .filter(|r| r.engine == "rocksdb" && r.workload == "kvchain_lpm")
+        .map(|r| {
+            let mut r = r.clone();
+            r.engine = long.to_string();
+            r.note = r.note.map(|n| {
+                format!(
+                    "{n}, and a note long enough to need cutting short at the edge of the chart"
+                )
+            });
+            r
+        })
+        .collect();
+    results.records.extend(extra);
+    let dir = tempfile::tempdir()?;
+    let summary = render_report(&results, dir.path(), None)?;
+    let lpm = chart(dir.path(), "kvchain_lpm", "light")?;
+    let label_lines: Vec<&str> = lpm.lines().filter(|l| l.contains(">an-engine")).collect();
+    assert!(
+        label_lines.iter().all(|l| !l.contains('…')) && !label_lines.is_empty(),
+        "wrapped, not cut: {label_lines:?}"
+    );
+    assert!(lpm.contains("<title>an-engine-with-a-rather-long-name-for-the-chart_v2 bisect"));
+    let png_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("report-png-long");
+    let charts: Vec<PathBuf> = summary
+        .charts
+        .into_iter()
+        .filter(|p| p.to_string_lossy().contains("lpm"))
+        .collect();
+    render_pngs_and_check_text(&charts, &png_dir)
+}
