@@ -1,16 +1,47 @@
-//! The `ai-meta` command. Today it inspects an engine directory; the `run`, `report`,
-//! `gate` and `repro` commands arrive with the workloads, reports and gate issues.
+//! The `ai-meta` command: run the workloads, list what can be run, turn results into
+//! charts and tables, inspect an engine directory.
+
+mod cli_run;
 
 use std::process::ExitCode;
 
 use aimeta_engine::{Tree, TreeConfig};
+use clap::{Parser, Subcommand};
 
-const USAGE: &str = "usage: ai-meta inspect DIR    print an engine tree's size, height and counters
+/// How embedded storage engines behave on AI-metadata workloads.
+#[derive(Parser, Debug)]
+#[command(name = "ai-meta", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
 
-The benchmark commands (run, report, gate, repro) are not built yet; see README.md.";
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Measure engines on the ai_meta workloads and write results JSON.
+    Run(cli_run::RunArgs),
+    /// List engines (with their capabilities), workloads and scales.
+    List,
+    /// Turn a results JSON file into charts, tables and the README's Performance section.
+    #[command(disable_help_flag = true)]
+    Report {
+        /// Arguments of the report command (see `ai-meta report --help`).
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+    /// Check an engine directory and print its size, height and counters.
+    Inspect {
+        /// The tree's directory.
+        dir: String,
+    },
+}
 
 fn inspect(dir: &str) -> anyhow::Result<()> {
-    let tree = Tree::open(TreeConfig::new(dir).cache_bytes(64 << 20))?;
+    let tree = Tree::open(
+        TreeConfig::new(dir)
+            .cache_bytes(64 << 20)
+            .background_checkpoints(false),
+    )?;
     let report = tree.check_integrity()?;
     let m = tree.metrics();
     println!("directory      {dir}");
@@ -26,27 +57,29 @@ fn inspect(dir: &str) -> anyhow::Result<()> {
 }
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    match args
-        .iter()
-        .map(String::as_str)
-        .collect::<Vec<_>>()
-        .as_slice()
-    {
-        ["inspect", dir] => match inspect(dir) {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let code = if e.use_stderr() { 2 } else { 0 };
+            let _ = e.print();
+            return ExitCode::from(code);
+        }
+    };
+    match cli.command {
+        Command::Run(args) => cli_run::run(args),
+        Command::List => {
+            cli_run::list();
+            ExitCode::SUCCESS
+        }
+        Command::Report { args } => {
+            ExitCode::from(aimeta_reports::report_main(&args).clamp(0, 255) as u8)
+        }
+        Command::Inspect { dir } => match inspect(&dir) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
-                eprintln!("ai-meta: {e:#}");
+                eprintln!("ai-meta inspect: {e:#}");
                 ExitCode::FAILURE
             }
         },
-        ["-h" | "--help" | "help"] => {
-            println!("{USAGE}");
-            ExitCode::SUCCESS
-        }
-        _ => {
-            eprintln!("{USAGE}");
-            ExitCode::from(2)
-        }
     }
 }

@@ -10,7 +10,8 @@ use std::path::{Path, PathBuf};
 use aimeta_engine::{KeyItem, ScanIo, Tree, TreeConfig, WriteBatch};
 
 use crate::api::{
-    Capabilities, CasOutcome, Durability, IoCounters, KvEngine, KvPair, ListItem, LpmMethod, OpenOptions,
+    Capabilities, CasOutcome, Durability, IoCounters, KvEngine, KvPair, ListItem, LpmMethod,
+    OpenOptions,
 };
 use crate::emul::{self, OrderedRead, SortedCheck};
 use crate::error::{Error, Result};
@@ -87,20 +88,24 @@ impl OrderedRead for AimetaEngine {
     }
 
     fn last_key(&self, key_out: &mut Vec<u8>) -> Result<bool> {
-        let mut v = Vec::new();
         let mut it = self.tree.range().rev().limit(1).iter();
         key_out.clear();
         match it.next_entry().map_err(berr("last key"))? {
             Some((k, _)) => {
                 key_out.extend_from_slice(k);
-                v.clear();
                 Ok(true)
             }
             None => Ok(false),
         }
     }
 
-    fn walk(&self, start: &[u8], end: Option<&[u8]>, _batch_hint: usize, visit: &mut dyn FnMut(&[u8], &[u8]) -> bool) -> Result<()> {
+    fn walk(
+        &self,
+        start: &[u8],
+        end: Option<&[u8]>,
+        _batch_hint: usize,
+        visit: &mut dyn FnMut(&[u8], &[u8]) -> bool,
+    ) -> Result<()> {
         let mut b = self.tree.range().from(start);
         if let Some(e) = end {
             b = b.until(e);
@@ -132,7 +137,10 @@ impl KvEngine for AimetaEngine {
     fn bulk_load(&self, pairs: &mut dyn Iterator<Item = KvPair>) -> Result<u64> {
         if self.tree.is_empty() {
             return self.tree.bulk_load(pairs).map_err(|e| match e {
-                aimeta_engine::Error::BulkLoadUnsorted { index } => Error::UnsortedInput { engine: NAME, index },
+                aimeta_engine::Error::BulkLoadUnsorted { index } => Error::UnsortedInput {
+                    engine: NAME,
+                    index,
+                },
                 aimeta_engine::Error::EmptyKey { .. } => Error::InvalidKey {
                     engine: NAME,
                     reason: "empty key".into(),
@@ -182,15 +190,29 @@ impl KvEngine for AimetaEngine {
         self.tree.delete(key).map(|_| ()).map_err(berr("delete"))
     }
 
-    fn compare_and_swap(&self, key: &[u8], expected: Option<&[u8]>, new: Option<&[u8]>) -> Result<CasOutcome> {
+    fn compare_and_swap(
+        &self,
+        key: &[u8],
+        expected: Option<&[u8]>,
+        new: Option<&[u8]>,
+    ) -> Result<CasOutcome> {
         emul::check_key(NAME, key)?;
-        match self.tree.compare_and_swap(key, expected, new).map_err(berr("compare-and-swap"))? {
+        match self
+            .tree
+            .compare_and_swap(key, expected, new)
+            .map_err(berr("compare-and-swap"))?
+        {
             Ok(()) => Ok(CasOutcome::Ok),
             Err(c) => Ok(CasOutcome::Conflict { current: c.current }),
         }
     }
 
-    fn scan_prefix(&self, prefix: &[u8], limit: usize, visit: &mut dyn FnMut(&[u8], &[u8])) -> Result<usize> {
+    fn scan_prefix(
+        &self,
+        prefix: &[u8],
+        limit: usize,
+        visit: &mut dyn FnMut(&[u8], &[u8]),
+    ) -> Result<usize> {
         let mut it = self.tree.range().prefix(prefix).limit(limit).iter();
         let mut n = 0;
         while let Some((k, v)) = it.next_entry().map_err(berr("prefix scan"))? {
@@ -200,7 +222,12 @@ impl KvEngine for AimetaEngine {
         Ok(n)
     }
 
-    fn scan_range(&self, start_inclusive: &[u8], limit: usize, visit: &mut dyn FnMut(&[u8], &[u8])) -> Result<usize> {
+    fn scan_range(
+        &self,
+        start_inclusive: &[u8],
+        limit: usize,
+        visit: &mut dyn FnMut(&[u8], &[u8]),
+    ) -> Result<usize> {
         let mut it = self.tree.range().from(start_inclusive).limit(limit).iter();
         let mut n = 0;
         while let Some((k, v)) = it.next_entry().map_err(berr("range scan"))? {
@@ -218,7 +245,12 @@ impl KvEngine for AimetaEngine {
         limit: usize,
         visit: &mut dyn FnMut(ListItem<'_>),
     ) -> Result<usize> {
-        let mut b = self.tree.scan_keys().prefix(prefix).delimiter(delimiter).limit(limit);
+        let mut b = self
+            .tree
+            .scan_keys()
+            .prefix(prefix)
+            .delimiter(delimiter)
+            .limit(limit);
         if let Some(sa) = start_after {
             b = b.start_after(sa);
         }
@@ -233,7 +265,12 @@ impl KvEngine for AimetaEngine {
         Ok(n)
     }
 
-    fn longest_prefix(&self, query: &[u8], method: LpmMethod, out: &mut Vec<u8>) -> Result<Option<usize>> {
+    fn longest_prefix(
+        &self,
+        query: &[u8],
+        method: LpmMethod,
+        out: &mut Vec<u8>,
+    ) -> Result<Option<usize>> {
         out.clear();
         let boundary = match method {
             LpmMethod::Native => None,
@@ -253,7 +290,9 @@ impl KvEngine for AimetaEngine {
         if start_inclusive >= end_exclusive {
             return Ok(0);
         }
-        self.tree.count(start_inclusive..end_exclusive).map_err(berr("count"))
+        self.tree
+            .count(start_inclusive..end_exclusive)
+            .map_err(berr("count"))
     }
 
     fn checkpoint(&self) -> Result<()> {

@@ -346,6 +346,9 @@ impl KvEngine for RocksEngine {
             filter_misses: t(Ticker::BlockCacheFilterMiss),
             data_misses: t(Ticker::BlockCacheDataMiss),
             bloom_useful: t(Ticker::BloomFilterUseful),
+            pages_read: t(Ticker::BlockCacheMiss),
+            bytes_read: t(Ticker::BytesRead),
+            ..IoCounters::default()
         })
     }
 }

@@ -270,6 +270,7 @@ mod tests {
             ops_per_sec: 810.0,
             size_on_disk_bytes: Some(4096),
             io_per_op: io,
+            load_secs: None,
         }
     }
 

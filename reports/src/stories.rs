@@ -284,6 +284,7 @@ mod tests {
             ops_per_sec: 1.0,
             size_on_disk_bytes: None,
             io_per_op: None,
+            load_secs: None,
         }
     }
 
@@ -299,6 +300,8 @@ mod tests {
                 date: "d".into(),
                 rustc: "r".into(),
                 command: "x".into(),
+                filesystem: "ext4".into(),
+                engine_versions: Default::default(),
             },
             config: RunConfig {
                 scale: "ci".into(),

@@ -23,9 +23,13 @@ pub fn engine_versions() -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
     for block in text.split("[[package]]") {
         let field = |k: &str| {
-            block
-                .lines()
-                .find_map(|l| l.strip_prefix(k).map(|v| v.trim_start_matches([' ', '=']).trim_matches('"').to_string()))
+            block.lines().find_map(|l| {
+                l.strip_prefix(k).map(|v| {
+                    v.trim_start_matches([' ', '='])
+                        .trim_matches('"')
+                        .to_string()
+                })
+            })
         };
         if let (Some(name), Some(version)) = (field("name"), field("version")) {
             if ENGINE_CRATES.contains(&name.as_str()) {

@@ -159,7 +159,9 @@ fn record(workload: &str, dataset: &str, engine: &str, variant: Option<&str>) ->
             },
             bytes_read: if beyond { 12288.0 } else { 0.0 },
             readahead_pages: 1.0,
+            os_read_bytes: 0.0,
         }),
+        load_secs: ok.then_some(1.5),
     }
 }
 
@@ -193,6 +195,8 @@ pub fn synthetic() -> Results {
             date: "2026-11-30T02:00:00Z".into(),
             rustc: "rustc 1.95.0".into(),
             command: "ai-meta run --scale ci".into(),
+            filesystem: "ext4".into(),
+            engine_versions: Default::default(),
         },
         config: RunConfig {
             scale: "ci".into(),

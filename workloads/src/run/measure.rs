@@ -25,16 +25,24 @@ pub struct Timed {
 
 /// A histogram for latencies from 1 ns to 100 s at three significant digits.
 pub fn histogram() -> Histogram<u64> {
-    Histogram::new_with_bounds(1, 100_000_000_000, 3).unwrap_or_else(|_| Histogram::new(3).unwrap_or_else(|_| unreachable_histogram()))
+    Histogram::new_with_bounds(1, 100_000_000_000, 3)
+        .unwrap_or_else(|_| Histogram::new(3).unwrap_or_else(|_| unreachable_histogram()))
 }
 
 fn unreachable_histogram() -> Histogram<u64> {
     // Histogram::new(3) cannot fail for 3 significant digits; keep a last resort anyway.
-    Histogram::new_with_max(u64::MAX / 2, 2).unwrap_or_else(|_| Histogram::new_with_bounds(1, 2, 1).expect("a 1..2 histogram is always valid"))
+    Histogram::new_with_max(u64::MAX / 2, 2).unwrap_or_else(|_| {
+        Histogram::new_with_bounds(1, 2, 1).expect("a 1..2 histogram is always valid")
+    })
 }
 
 /// Runs `warmup` untimed operations, then `ops` timed ones.
-pub fn time_ops(engine: &dyn KvEngine, warmup: u64, ops: u64, mut op: impl FnMut(u64) -> Result<(), RunError>) -> Result<Timed, RunError> {
+pub fn time_ops(
+    engine: &dyn KvEngine,
+    warmup: u64,
+    ops: u64,
+    mut op: impl FnMut(u64) -> Result<(), RunError>,
+) -> Result<Timed, RunError> {
     for i in 0..warmup {
         op(i)?;
     }
@@ -49,12 +57,27 @@ pub fn time_ops(engine: &dyn KvEngine, warmup: u64, ops: u64, mut op: impl FnMut
         hist.saturating_record(ns.max(1));
     }
     let wall = start.elapsed();
-    let io = io_per_op(counters_before, engine.io_counters(), os_read_bytes().saturating_sub(os_before), ops);
-    Ok(Timed { hist, wall, io, ops })
+    let io = io_per_op(
+        counters_before,
+        engine.io_counters(),
+        os_read_bytes().saturating_sub(os_before),
+        ops,
+    );
+    Ok(Timed {
+        hist,
+        wall,
+        io,
+        ops,
+    })
 }
 
 /// Counter differences divided by `ops`; OS read bytes are reported for every engine.
-pub fn io_per_op(before: Option<IoCounters>, after: Option<IoCounters>, os_bytes: u64, ops: u64) -> Option<IoPerOp> {
+pub fn io_per_op(
+    before: Option<IoCounters>,
+    after: Option<IoCounters>,
+    os_bytes: u64,
+    ops: u64,
+) -> Option<IoPerOp> {
     let n = ops.max(1) as f64;
     let mut io = IoPerOp {
         os_read_bytes: os_bytes as f64 / n,

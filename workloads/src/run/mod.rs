@@ -10,7 +10,10 @@ mod sys;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use aimeta_adapters::{aimeta::AimetaEngine, open, CacheBudget, Durability, EngineKind, KvEngine, LpmMethod, OpenOptions};
+use aimeta_adapters::{
+    aimeta::AimetaEngine, open, CacheBudget, Durability, EngineKind, KvEngine, LpmMethod,
+    OpenOptions,
+};
 use aimeta_reports::{Dataset, Provenance, Record, Results, RunConfig, Status, SCHEMA_VERSION};
 
 pub use error::RunError;
@@ -99,11 +102,14 @@ impl Workload {
 
     /// Parses a workload name.
     pub fn parse(name: &str) -> Result<Workload, RunError> {
-        Self::ALL.into_iter().find(|w| w.name() == name.trim()).ok_or_else(|| RunError::UnknownName {
-            what: "workload",
-            name: name.to_string(),
-            valid: Self::ALL.map(Workload::name).join(", "),
-        })
+        Self::ALL
+            .into_iter()
+            .find(|w| w.name() == name.trim())
+            .ok_or_else(|| RunError::UnknownName {
+                what: "workload",
+                name: name.to_string(),
+                valid: Self::ALL.map(Workload::name).join(", "),
+            })
     }
 }
 
@@ -211,8 +217,13 @@ fn plan_datasets(o: &RunOptions) -> Vec<Planned> {
     let fam = |f: Family| o.workloads.iter().any(|w| w.family() == Some(f));
     let ratio = |bytes: u64| bytes as f64 / s.budget_bytes as f64;
     let mut out = Vec::new();
-    if fam(Family::Manifest) || (o.workloads.contains(&Workload::BulkLoad) && o.workloads.len() == 1) {
-        for (name, m) in [("manifest_fits", s.manifest_fits), ("manifest_beyond", s.manifest_beyond)] {
+    if fam(Family::Manifest)
+        || (o.workloads.contains(&Workload::BulkLoad) && o.workloads.len() == 1)
+    {
+        for (name, m) in [
+            ("manifest_fits", s.manifest_fits),
+            ("manifest_beyond", s.manifest_beyond),
+        ] {
             out.push(Planned {
                 meta: Dataset {
                     name: name.into(),
@@ -227,7 +238,10 @@ fn plan_datasets(o: &RunOptions) -> Vec<Planned> {
         }
     }
     if fam(Family::KvChain) {
-        for (name, chains, salt) in [("kvchain_fits", s.kvchain_fits, 1), ("kvchain_beyond", s.kvchain_beyond, 2)] {
+        for (name, chains, salt) in [
+            ("kvchain_fits", s.kvchain_fits, 1),
+            ("kvchain_beyond", s.kvchain_beyond, 2),
+        ] {
             let kv = KvChain::seed_shape(chains, o.seed ^ salt);
             out.push(Planned {
                 meta: Dataset {
@@ -243,7 +257,10 @@ fn plan_datasets(o: &RunOptions) -> Vec<Planned> {
         }
     }
     if fam(Family::ChainGraph) {
-        for (name, layout) in [("chain_linear", Layout::Linear), ("chain_shuffled", Layout::Shuffled)] {
+        for (name, layout) in [
+            ("chain_linear", Layout::Linear),
+            ("chain_shuffled", Layout::Shuffled),
+        ] {
             let g = ChainGraph::generate(s.graph_nodes, layout, o.seed ^ 3);
             out.push(Planned {
                 meta: Dataset {
@@ -330,7 +347,15 @@ fn base_record(workload: &str, dataset: &str, engine: &str, variant: Option<&str
     }
 }
 
-fn timed_record(workload: &str, ds: &Dataset, engine: &str, variant: Option<&str>, t: &Timed, size: u64, load: f64) -> Record {
+fn timed_record(
+    workload: &str,
+    ds: &Dataset,
+    engine: &str,
+    variant: Option<&str>,
+    t: &Timed,
+    size: u64,
+    load: f64,
+) -> Record {
     Record {
         status: Status::Ok,
         ops: t.ops,
@@ -343,25 +368,56 @@ fn timed_record(workload: &str, ds: &Dataset, engine: &str, variant: Option<&str
     }
 }
 
-fn open_engine(o: &RunOptions, kind: EngineKind, dir: &Path, data_bytes: u64, full_frame: bool) -> Result<Box<dyn KvEngine>, aimeta_adapters::Error> {
+fn open_engine(
+    o: &RunOptions,
+    kind: EngineKind,
+    dir: &Path,
+    data_bytes: u64,
+    full_frame: bool,
+) -> Result<Box<dyn KvEngine>, aimeta_adapters::Error> {
     if kind == EngineKind::Aimeta {
-        let mode = if full_frame { aimeta_engine::ScanIo::FullFrame } else { aimeta_engine::ScanIo::Paged };
-        return Ok(Box::new(AimetaEngine::open_with(dir, &options(o, data_bytes), mode)?));
+        let mode = if full_frame {
+            aimeta_engine::ScanIo::FullFrame
+        } else {
+            aimeta_engine::ScanIo::Paged
+        };
+        return Ok(Box::new(AimetaEngine::open_with(
+            dir,
+            &options(o, data_bytes),
+            mode,
+        )?));
     }
     open(kind, dir, &options(o, data_bytes))
 }
 
 /// Loads one data set into one engine and runs every workload of its family.
-fn run_engine(o: &RunOptions, kind: EngineKind, p: &Planned, progress: &dyn Progress) -> Result<Vec<Record>, RunError> {
+fn run_engine(
+    o: &RunOptions,
+    kind: EngineKind,
+    p: &Planned,
+    progress: &dyn Progress,
+) -> Result<Vec<Record>, RunError> {
     let ds = &p.meta;
     let dir = o.work_dir.join(&ds.name).join(kind.name());
     let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).map_err(|source| RunError::WorkDir { path: dir.clone(), source })?;
+    std::fs::create_dir_all(&dir).map_err(|source| RunError::WorkDir {
+        path: dir.clone(),
+        source,
+    })?;
     let wanted: Vec<Workload> = o
         .workloads
         .iter()
         .copied()
-        .filter(|w| w.family().is_none_or(|f| matches!((f, &p.data), (Family::Manifest, Data::Manifest(_)) | (Family::KvChain, Data::KvChain(_)) | (Family::ChainGraph, Data::Graph(_)))))
+        .filter(|w| {
+            w.family().is_none_or(|f| {
+                matches!(
+                    (f, &p.data),
+                    (Family::Manifest, Data::Manifest(_))
+                        | (Family::KvChain, Data::KvChain(_))
+                        | (Family::ChainGraph, Data::Graph(_))
+                )
+            })
+        })
         .collect();
     let engine = match open_engine(o, kind, &dir, ds.data_bytes, false) {
         Ok(e) => e,
@@ -390,13 +446,23 @@ fn run_engine(o: &RunOptions, kind: EngineKind, p: &Planned, progress: &dyn Prog
         let engine = kind.name().to_string();
         let dataset = ds.name.clone();
         let step = step.to_string();
-        move |source| RunError::Engine { engine, dataset, step, source }
+        move |source| RunError::Engine {
+            engine,
+            dataset,
+            step,
+            source,
+        }
     };
     progress.begin(&format!("load {} into {}", ds.name, kind.name()), ds.keys);
     let start = Instant::now();
-    let loaded = match &p.data {
+    match &p.data {
         Data::Manifest(m) => eng.bulk_load(&mut m.pairs().inspect(|_| progress.advance(1))),
-        Data::KvChain(kv) => eng.bulk_load(&mut kv.sorted_pairs().into_iter().inspect(|_| progress.advance(1))),
+        Data::KvChain(kv) => eng.bulk_load(
+            &mut kv
+                .sorted_pairs()
+                .into_iter()
+                .inspect(|_| progress.advance(1)),
+        ),
         Data::Graph(g) => eng.bulk_load(&mut g.pairs().inspect(|_| progress.advance(1))),
     }
     .map_err(err("bulk load"))?;
@@ -406,20 +472,34 @@ fn run_engine(o: &RunOptions, kind: EngineKind, p: &Planned, progress: &dyn Prog
     let size = eng.size_on_disk().map_err(err("size on disk"))?;
     let mut out = Vec::new();
     for &w in &wanted {
-        progress.begin(&format!("{} {} {}", kind.name(), ds.name, w.name()), o.scale.ops);
-        out.extend(measure_workload(o, eng, w, p, size, load_secs, &dir, progress)?);
+        progress.begin(
+            &format!("{} {} {}", kind.name(), ds.name, w.name()),
+            o.scale.ops,
+        );
+        out.extend(measure_workload(
+            o, eng, w, p, size, load_secs, &dir, progress,
+        )?);
         progress.end();
     }
     drop(engine);
     if o.full_frame && kind == EngineKind::Aimeta {
         if let Data::Manifest(m) = &p.data {
             if wanted.contains(&Workload::ManifestScan) {
-                let ff = open_engine(o, kind, &dir, ds.data_bytes, true).map_err(err("reopen in full-frame mode"))?;
+                let ff = open_engine(o, kind, &dir, ds.data_bytes, true)
+                    .map_err(err("reopen in full-frame mode"))?;
                 let mut mo = ops::ManifestOps::new(ff.as_ref(), *m, &ds.name, o.seed ^ 0x11);
                 prepare(o, &dir)?;
                 let _guard = enter_budget(o)?;
                 let t = time_ops(ff.as_ref(), o.scale.warmup, o.scale.ops, |_| mo.scan())?;
-                out.push(timed_record("manifest_scan", ds, kind.name(), Some("full_frame"), &t, size, load_secs));
+                out.push(timed_record(
+                    "manifest_scan",
+                    ds,
+                    kind.name(),
+                    Some("full_frame"),
+                    &t,
+                    size,
+                    load_secs,
+                ));
             }
         }
     }
@@ -429,7 +509,10 @@ fn run_engine(o: &RunOptions, kind: EngineKind, p: &Planned, progress: &dyn Prog
 
 fn prepare(o: &RunOptions, dir: &Path) -> Result<(), RunError> {
     if o.cold || o.budget_mode == BudgetMode::Cgroup {
-        drop_from_page_cache(dir).map_err(|source| RunError::WorkDir { path: dir.to_path_buf(), source })?;
+        drop_from_page_cache(dir).map_err(|source| RunError::WorkDir {
+            path: dir.to_path_buf(),
+            source,
+        })?;
     }
     Ok(())
 }
@@ -437,12 +520,23 @@ fn prepare(o: &RunOptions, dir: &Path) -> Result<(), RunError> {
 fn enter_budget(o: &RunOptions) -> Result<Option<CgroupGuard>, RunError> {
     match o.budget_mode {
         BudgetMode::Engine => Ok(None),
-        BudgetMode::Cgroup => CgroupGuard::enter(o.scale.budget_bytes + CGROUP_OVERHEAD_BYTES).map(Some),
+        BudgetMode::Cgroup => {
+            CgroupGuard::enter(o.scale.budget_bytes + CGROUP_OVERHEAD_BYTES).map(Some)
+        }
     }
 }
 
 #[allow(clippy::too_many_arguments)]
-fn measure_workload(o: &RunOptions, eng: &dyn KvEngine, w: Workload, p: &Planned, size: u64, load_secs: f64, dir: &Path, progress: &dyn Progress) -> Result<Vec<Record>, RunError> {
+fn measure_workload(
+    o: &RunOptions,
+    eng: &dyn KvEngine,
+    w: Workload,
+    p: &Planned,
+    size: u64,
+    load_secs: f64,
+    dir: &Path,
+    progress: &dyn Progress,
+) -> Result<Vec<Record>, RunError> {
     let ds = &p.meta;
     let name = eng.name();
     let (warm, ops) = (o.scale.warmup, o.scale.ops);
@@ -490,15 +584,27 @@ fn measure_workload(o: &RunOptions, eng: &dyn KvEngine, w: Workload, p: &Planned
                     _ => mo.cas(i),
                 })
             })?;
-            let variant = (w == Workload::ManifestScan && name == "aimeta" && o.full_frame).then_some("paged");
-            out.push(timed_record(w.name(), ds, name, variant, &t, size, load_secs));
+            let variant = (w == Workload::ManifestScan && name == "aimeta" && o.full_frame)
+                .then_some("paged");
+            out.push(timed_record(
+                w.name(),
+                ds,
+                name,
+                variant,
+                &t,
+                size,
+                load_secs,
+            ));
         }
         (Data::KvChain(kv), _) => {
             let queries = kv.queries((warm + ops) as usize);
             let mut buf = Vec::new();
             let mut methods = vec![("native", LpmMethod::Native)];
             if name == "aimeta" {
-                methods.push(("native_boundary", LpmMethod::NativeAtBoundary { delimiter: b'/' }));
+                methods.push((
+                    "native_boundary",
+                    LpmMethod::NativeAtBoundary { delimiter: b'/' },
+                ));
             }
             methods.push(("predecessor_seek", LpmMethod::PredecessorSeek));
             methods.push(("bisect", LpmMethod::Bisect { delimiter: b'/' }));
@@ -511,15 +617,33 @@ fn measure_workload(o: &RunOptions, eng: &dyn KvEngine, w: Workload, p: &Planned
                     });
                     continue;
                 }
-                let t = time_ops(eng, warm, ops, |i| tick(ops::lpm(eng, &ds.name, &queries[i as usize], method, &mut buf)))?;
-                out.push(timed_record(w.name(), ds, name, Some(variant), &t, size, load_secs));
+                let t = time_ops(eng, warm, ops, |i| {
+                    tick(ops::lpm(
+                        eng,
+                        &ds.name,
+                        &queries[i as usize],
+                        method,
+                        &mut buf,
+                    ))
+                })?;
+                out.push(timed_record(
+                    w.name(),
+                    ds,
+                    name,
+                    Some(variant),
+                    &t,
+                    size,
+                    load_secs,
+                ));
             }
         }
         (Data::Graph(g), _) => {
             let mut rng = Rng::new(o.seed ^ 0x9A);
             let mut buf = Vec::new();
             let walk_ops = (ops / 50).max(20);
-            let t = time_ops(eng, (warm / 50).max(2), walk_ops, |_| tick(ops::walk500(eng, &ds.name, g, &mut rng, &mut buf)))?;
+            let t = time_ops(eng, (warm / 50).max(2), walk_ops, |_| {
+                tick(ops::walk500(eng, &ds.name, g, &mut rng, &mut buf))
+            })?;
             out.push(timed_record(w.name(), ds, name, None, &t, size, load_secs));
         }
     }
@@ -527,7 +651,14 @@ fn measure_workload(o: &RunOptions, eng: &dyn KvEngine, w: Workload, p: &Planned
 }
 
 /// manifest_get_par8: 8 threads of point gets; latency per operation, throughput in total.
-fn par8(o: &RunOptions, eng: &dyn KvEngine, m: Manifest, ds: &Dataset, size: u64, load_secs: f64) -> Result<Record, RunError> {
+fn par8(
+    o: &RunOptions,
+    eng: &dyn KvEngine,
+    m: Manifest,
+    ds: &Dataset,
+    size: u64,
+    load_secs: f64,
+) -> Result<Record, RunError> {
     const THREADS: u64 = 8;
     let per = (o.scale.ops / THREADS).max(1);
     let warm = o.scale.warmup / THREADS;
@@ -552,11 +683,18 @@ fn par8(o: &RunOptions, eng: &dyn KvEngine, m: Manifest, ds: &Dataset, size: u64
                 })
             })
             .collect();
-        handles.into_iter().map(|h| h.join().unwrap_or_else(|_| Err(RunError::WrongAnswer {
-            engine: eng.name().into(),
-            workload: "manifest_get_par8".into(),
-            detail: "a reader thread panicked".into(),
-        }))).collect()
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join().unwrap_or_else(|_| {
+                    Err(RunError::WrongAnswer {
+                        engine: eng.name().into(),
+                        workload: "manifest_get_par8".into(),
+                        detail: "a reader thread panicked".into(),
+                    })
+                })
+            })
+            .collect()
     });
     let wall = start.elapsed();
     let mut all = histogram();
@@ -565,12 +703,25 @@ fn par8(o: &RunOptions, eng: &dyn KvEngine, m: Manifest, ds: &Dataset, size: u64
     }
     let total = per * THREADS;
     let t = Timed {
-        io: measure::io_per_op(before, eng.io_counters(), sys::os_read_bytes().saturating_sub(os_before), total),
+        io: measure::io_per_op(
+            before,
+            eng.io_counters(),
+            sys::os_read_bytes().saturating_sub(os_before),
+            total,
+        ),
         hist: all,
         wall,
         ops: total,
     };
-    let mut r = timed_record("manifest_get_par8", ds, eng.name(), None, &t, size, load_secs);
+    let mut r = timed_record(
+        "manifest_get_par8",
+        ds,
+        eng.name(),
+        None,
+        &t,
+        size,
+        load_secs,
+    );
     r.threads = THREADS as u32;
     Ok(r)
 }

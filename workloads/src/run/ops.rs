@@ -8,7 +8,11 @@ use aimeta_adapters::{CasOutcome, KvEngine, ListItem, LpmMethod};
 use super::RunError;
 use crate::gen::{ChainGraph, KvQuery, Manifest, Rng};
 
-fn engine_err(engine: &dyn KvEngine, dataset: &str, step: &str) -> impl FnOnce(aimeta_adapters::Error) -> RunError {
+fn engine_err(
+    engine: &dyn KvEngine,
+    dataset: &str,
+    step: &str,
+) -> impl FnOnce(aimeta_adapters::Error) -> RunError {
     let engine = engine.name().to_string();
     let dataset = dataset.to_string();
     let step = step.to_string();
@@ -64,11 +68,17 @@ impl<'a> ManifestOps<'a> {
         let mut bytes = 0usize;
         let n = self
             .engine
-            .scan_prefix(&Manifest::shard_prefix(s), 100, &mut |_, v| bytes += v.len())
+            .scan_prefix(&Manifest::shard_prefix(s), 100, &mut |_, v| {
+                bytes += v.len()
+            })
             .map_err(engine_err(self.engine, self.dataset, "manifest_scan"))?;
         let want = 100.min(self.m.per_shard as usize);
         if n != want || bytes != want * 24 {
-            return Err(wrong(self.engine, "manifest_scan", format!("shard {s}: {n} entries, {bytes} value bytes; expected {want}")));
+            return Err(wrong(
+                self.engine,
+                "manifest_scan",
+                format!("shard {s}: {n} entries, {bytes} value bytes; expected {want}"),
+            ));
         }
         Ok(())
     }
@@ -77,9 +87,17 @@ impl<'a> ManifestOps<'a> {
     pub fn get(&mut self) -> Result<(), RunError> {
         let n = self.rng.below(self.m.keys());
         let key = self.m.nth_key(n);
-        let found = self.engine.get(&key, &mut self.buf).map_err(engine_err(self.engine, self.dataset, "manifest_get"))?;
+        let found = self.engine.get(&key, &mut self.buf).map_err(engine_err(
+            self.engine,
+            self.dataset,
+            "manifest_get",
+        ))?;
         if !found || self.buf.len() != 24 {
-            return Err(wrong(self.engine, "manifest_get", format!("{} not found", String::from_utf8_lossy(&key))));
+            return Err(wrong(
+                self.engine,
+                "manifest_get",
+                format!("{} not found", String::from_utf8_lossy(&key)),
+            ));
         }
         Ok(())
     }
@@ -102,7 +120,11 @@ impl<'a> ManifestOps<'a> {
             .map_err(engine_err(self.engine, self.dataset, "manifest_list"))?;
         let want = 20.min((self.m.shards - s) as usize);
         if items != want || first.as_deref() != Some(Manifest::shard_prefix(s).as_slice()) {
-            return Err(wrong(self.engine, "manifest_list", format!("from shard {s}: {items} items, first {first:?}")));
+            return Err(wrong(
+                self.engine,
+                "manifest_list",
+                format!("from shard {s}: {items} items, first {first:?}"),
+            ));
         }
         Ok(())
     }
@@ -117,7 +139,11 @@ impl<'a> ManifestOps<'a> {
             .scan_range(&start, 100, &mut |_, _| {})
             .map_err(engine_err(self.engine, self.dataset, "manifest_range100"))?;
         if got != 100.min(keys as usize) {
-            return Err(wrong(self.engine, "manifest_range100", format!("{got} rows from key #{n}")));
+            return Err(wrong(
+                self.engine,
+                "manifest_range100",
+                format!("{got} rows from key #{n}"),
+            ));
         }
         Ok(())
     }
@@ -128,9 +154,17 @@ impl<'a> ManifestOps<'a> {
         let span = 8_000.min(keys.saturating_sub(1));
         let n = self.rng.below((keys - span).max(1));
         let (a, b) = (self.m.nth_key(n), self.m.nth_key(n + span));
-        let got = self.engine.count_range(&a, &b).map_err(engine_err(self.engine, self.dataset, "manifest_count8000"))?;
+        let got = self.engine.count_range(&a, &b).map_err(engine_err(
+            self.engine,
+            self.dataset,
+            "manifest_count8000",
+        ))?;
         if got != span {
-            return Err(wrong(self.engine, "manifest_count8000", format!("counted {got} keys in a range of {span}")));
+            return Err(wrong(
+                self.engine,
+                "manifest_count8000",
+                format!("counted {got} keys in a range of {span}"),
+            ));
         }
         Ok(())
     }
@@ -152,7 +186,11 @@ impl<'a> ManifestOps<'a> {
             .compare_and_swap(&key, Some(&current), Some(&new))
             .map_err(engine_err(self.engine, self.dataset, "manifest_cas"))?;
         if out != CasOutcome::Ok {
-            return Err(wrong(self.engine, "manifest_cas", format!("conflict on {}: {out:?}", String::from_utf8_lossy(&key))));
+            return Err(wrong(
+                self.engine,
+                "manifest_cas",
+                format!("conflict on {}: {out:?}", String::from_utf8_lossy(&key)),
+            ));
         }
         self.cas_values.insert(key, new);
         Ok(())
@@ -160,32 +198,61 @@ impl<'a> ManifestOps<'a> {
 }
 
 /// kvchain_lpm: one query by one method, checked against the generator's answer.
-pub fn lpm(engine: &dyn KvEngine, dataset: &str, q: &KvQuery, method: LpmMethod, out: &mut Vec<u8>) -> Result<(), RunError> {
-    let got = engine.longest_prefix(&q.key, method, out).map_err(engine_err(engine, dataset, "kvchain_lpm"))?;
+pub fn lpm(
+    engine: &dyn KvEngine,
+    dataset: &str,
+    q: &KvQuery,
+    method: LpmMethod,
+    out: &mut Vec<u8>,
+) -> Result<(), RunError> {
+    let got = engine
+        .longest_prefix(&q.key, method, out)
+        .map_err(engine_err(engine, dataset, "kvchain_lpm"))?;
     if got != q.expect_len {
         return Err(wrong(
             engine,
             "kvchain_lpm",
-            format!("{method:?} on {}: {got:?}, expected {:?}", String::from_utf8_lossy(&q.key), q.expect_len),
+            format!(
+                "{method:?} on {}: {got:?}, expected {:?}",
+                String::from_utf8_lossy(&q.key),
+                q.expect_len
+            ),
         ));
     }
     Ok(())
 }
 
 /// chain_walk500: 500 dependent gets along the chain graph from a random node.
-pub fn walk500(engine: &dyn KvEngine, dataset: &str, g: &ChainGraph, rng: &mut Rng, buf: &mut Vec<u8>) -> Result<(), RunError> {
+pub fn walk500(
+    engine: &dyn KvEngine,
+    dataset: &str,
+    g: &ChainGraph,
+    rng: &mut Rng,
+    buf: &mut Vec<u8>,
+) -> Result<(), RunError> {
     let start = rng.below(u64::from(g.nodes)) as u32;
     let mut key = ChainGraph::key(start);
     for _ in 0..500 {
-        if !engine.get(&key, buf).map_err(engine_err(engine, dataset, "chain_walk500"))? {
-            return Err(wrong(engine, "chain_walk500", format!("{} missing", String::from_utf8_lossy(&key))));
+        if !engine
+            .get(&key, buf)
+            .map_err(engine_err(engine, dataset, "chain_walk500"))?
+        {
+            return Err(wrong(
+                engine,
+                "chain_walk500",
+                format!("{} missing", String::from_utf8_lossy(&key)),
+            ));
         }
         key.clear();
         key.extend_from_slice(ChainGraph::next_key(buf));
     }
     let want = ChainGraph::key(g.walk(start, 500));
     if key != want {
-        return Err(wrong(engine, "chain_walk500", "the walk ended at the wrong node".into()));
+        return Err(wrong(
+            engine,
+            "chain_walk500",
+            "the walk ended at the wrong node".into(),
+        ));
     }
     Ok(())
 }

@@ -12,8 +12,10 @@ pub fn os_read_bytes() -> u64 {
     fs::read_to_string("/proc/self/io")
         .ok()
         .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("read_bytes:").and_then(|v| v.trim().parse().ok()))
+            s.lines().find_map(|l| {
+                l.strip_prefix("read_bytes:")
+                    .and_then(|v| v.trim().parse().ok())
+            })
         })
         .unwrap_or(0)
 }
@@ -24,7 +26,8 @@ pub fn drop_from_page_cache(dir: &Path) -> std::io::Result<()> {
     for entry in walk(dir)? {
         let f = fs::File::open(&entry)?;
         f.sync_all()?;
-        rustix::fs::fadvise(&f, 0, None, rustix::fs::Advice::DontNeed).map_err(std::io::Error::from)?;
+        rustix::fs::fadvise(&f, 0, None, rustix::fs::Advice::DontNeed)
+            .map_err(std::io::Error::from)?;
     }
     Ok(())
 }
@@ -63,24 +66,41 @@ impl CgroupGuard {
         let pid = std::process::id().to_string();
         let v2 = Path::new("/sys/fs/cgroup/cgroup.controllers").exists();
         let (root, limit_file, procs) = if v2 {
-            (PathBuf::from("/sys/fs/cgroup"), "memory.max", "cgroup.procs")
+            (
+                PathBuf::from("/sys/fs/cgroup"),
+                "memory.max",
+                "cgroup.procs",
+            )
         } else {
-            (PathBuf::from("/sys/fs/cgroup/memory"), "memory.limit_in_bytes", "cgroup.procs")
+            (
+                PathBuf::from("/sys/fs/cgroup/memory"),
+                "memory.limit_in_bytes",
+                "cgroup.procs",
+            )
         };
-        let current = fs::read_to_string("/proc/self/cgroup").map_err(|e| err(format!("reading /proc/self/cgroup: {e}")))?;
+        let current = fs::read_to_string("/proc/self/cgroup")
+            .map_err(|e| err(format!("reading /proc/self/cgroup: {e}")))?;
         let rel = current
             .lines()
             .find_map(|l| {
                 let mut parts = l.splitn(3, ':');
                 let (_, ctrl, path) = (parts.next()?, parts.next()?, parts.next()?);
-                let hit = if v2 { ctrl.is_empty() } else { ctrl.split(',').any(|c| c == "memory") };
+                let hit = if v2 {
+                    ctrl.is_empty()
+                } else {
+                    ctrl.split(',').any(|c| c == "memory")
+                };
                 hit.then(|| path.trim_start_matches('/').to_string())
             })
             .unwrap_or_default();
         let back = root.join(&rel);
         let group = root.join(format!("aimeta-bench-{pid}"));
-        fs::create_dir_all(&group).map_err(|e| err(format!("creating {}: {e}", group.display())))?;
-        let write = |file: &str, v: &str| fs::write(group.join(file), v).map_err(|e| err(format!("writing {}/{file}: {e}", group.display())));
+        fs::create_dir_all(&group)
+            .map_err(|e| err(format!("creating {}: {e}", group.display())))?;
+        let write = |file: &str, v: &str| {
+            fs::write(group.join(file), v)
+                .map_err(|e| err(format!("writing {}/{file}: {e}", group.display())))
+        };
         write(limit_file, &limit.to_string())?;
         if !v2 {
             // Count swap too where the kernel allows it; ignore where it does not.
@@ -112,12 +132,22 @@ fn first_line(cmd: &str, args: &[&str]) -> String {
 pub fn machine() -> (String, u32, u64) {
     let cpu = fs::read_to_string("/proc/cpuinfo")
         .ok()
-        .and_then(|s| s.lines().find_map(|l| l.strip_prefix("model name").map(|v| v.trim_start_matches([' ', '\t', ':']).to_string())))
+        .and_then(|s| {
+            s.lines().find_map(|l| {
+                l.strip_prefix("model name")
+                    .map(|v| v.trim_start_matches([' ', '\t', ':']).to_string())
+            })
+        })
         .unwrap_or_else(|| "unknown CPU".into());
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
     let mem = fs::read_to_string("/proc/meminfo")
         .ok()
-        .and_then(|s| s.lines().find_map(|l| l.strip_prefix("MemTotal:").and_then(|v| v.trim().trim_end_matches(" kB").trim().parse::<u64>().ok())))
+        .and_then(|s| {
+            s.lines().find_map(|l| {
+                l.strip_prefix("MemTotal:")
+                    .and_then(|v| v.trim().trim_end_matches(" kB").trim().parse::<u64>().ok())
+            })
+        })
         .unwrap_or(0)
         * 1024;
     (cpu, cores, mem)
@@ -128,7 +158,12 @@ pub fn os() -> String {
     let kernel = first_line("uname", &["-sr"]);
     let distro = fs::read_to_string("/etc/os-release")
         .ok()
-        .and_then(|s| s.lines().find_map(|l| l.strip_prefix("PRETTY_NAME=").map(|v| v.trim_matches('"').to_string())))
+        .and_then(|s| {
+            s.lines().find_map(|l| {
+                l.strip_prefix("PRETTY_NAME=")
+                    .map(|v| v.trim_matches('"').to_string())
+            })
+        })
         .unwrap_or_default();
     format!("{kernel} {distro}").trim().to_string()
 }

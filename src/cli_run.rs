@@ -1,0 +1,254 @@
+//! `ai-meta run` and `ai-meta list`.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Mutex;
+
+use aimeta_adapters::{Durability, EngineKind};
+use aimeta_workloads::run::{self, BudgetMode, Progress, RunError, RunOptions, Workload};
+use aimeta_workloads::scale::{Scale, SCALES};
+use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
+
+/// Options of `ai-meta run`.
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    /// Data sizes, budget and operation counts: ci (a few minutes), quick, or seed (the
+    /// seed report's 2 M manifest keys and 30 k chains).
+    #[arg(long, default_value = "quick")]
+    scale: String,
+    /// Engines to measure, comma-separated (default: every engine this build has).
+    #[arg(long, value_delimiter = ',')]
+    engines: Vec<String>,
+    /// Workloads to measure, comma-separated (default: all; see `ai-meta list`).
+    #[arg(long, value_delimiter = ',')]
+    workloads: Vec<String>,
+    /// engine: each engine's own cache is the budget (the OS page cache is left alone);
+    /// cgroup: the timed phases also run in a memory cgroup of budget + a fixed overhead,
+    /// so page-cache users like LMDB get the same memory.
+    #[arg(long, default_value = "engine")]
+    budget_mode: String,
+    /// Drop each store's files from the OS page cache before each timed phase.
+    #[arg(long)]
+    cold: bool,
+    /// Durability of writes: none, async (the seed report's setting) or sync.
+    #[arg(long, default_value = "async")]
+    durability: String,
+    /// Where the results JSON goes (written atomically).
+    #[arg(long, default_value = "results/ai_meta.json")]
+    out: PathBuf,
+    /// Where the stores are built (each removed after its measurements).
+    #[arg(long, default_value = "/var/tmp/ai-meta-work")]
+    work_dir: PathBuf,
+    /// Seed of data and queries.
+    #[arg(long, default_value_t = 42)]
+    seed: u64,
+    /// PostgreSQL server URL (default: AI_META_PG_URL, else a throwaway local cluster).
+    #[arg(long)]
+    pg_url: Option<String>,
+    /// Skip aimeta's full-frame reproduction mode on manifest_scan.
+    #[arg(long)]
+    no_full_frame: bool,
+}
+
+struct Bars {
+    bar: Mutex<Option<ProgressBar>>,
+}
+
+impl Progress for Bars {
+    fn begin(&self, label: &str, total: u64) {
+        let pb = ProgressBar::new(total);
+        if let Ok(style) =
+            ProgressStyle::with_template("{msg:48} {bar:30} {pos:>9}/{len:9} {elapsed_precise}")
+        {
+            pb.set_style(style);
+        }
+        pb.set_message(label.to_string());
+        if let Ok(mut b) = self.bar.lock() {
+            *b = Some(pb);
+        }
+    }
+    fn advance(&self, n: u64) {
+        if let Ok(b) = self.bar.lock() {
+            if let Some(pb) = b.as_ref() {
+                pb.inc(n);
+            }
+        }
+    }
+    fn end(&self) {
+        if let Ok(mut b) = self.bar.lock() {
+            if let Some(pb) = b.take() {
+                pb.finish();
+            }
+        }
+    }
+    fn note(&self, msg: &str) {
+        eprintln!("{msg}");
+    }
+}
+
+fn usage_error(e: impl std::fmt::Display) -> ExitCode {
+    eprintln!("ai-meta run: {e}");
+    ExitCode::from(2)
+}
+
+fn parse(args: &RunArgs) -> Result<RunOptions, String> {
+    let scale = Scale::by_name(&args.scale).ok_or_else(|| {
+        RunError::UnknownName {
+            what: "scale",
+            name: args.scale.clone(),
+            valid: SCALES.map(|s| s.name).join(", "),
+        }
+        .to_string()
+    })?;
+    let engines = if args.engines.is_empty() {
+        EngineKind::enabled()
+    } else {
+        args.engines
+            .iter()
+            .map(|n| n.parse::<EngineKind>().map_err(|e| e.to_string()))
+            .collect::<Result<_, _>>()?
+    };
+    let workloads = if args.workloads.is_empty() {
+        Workload::ALL.to_vec()
+    } else {
+        let mut w: Vec<Workload> = args
+            .workloads
+            .iter()
+            .map(|n| Workload::parse(n).map_err(|e| e.to_string()))
+            .collect::<Result<_, _>>()?;
+        w.sort_by_key(|x| Workload::ALL.iter().position(|y| y == x));
+        w
+    };
+    let durability = match args.durability.as_str() {
+        "none" => Durability::None,
+        "async" => Durability::Async,
+        "sync" => Durability::Sync,
+        other => {
+            return Err(format!(
+                "unknown durability {other:?}; valid: none, async, sync"
+            ))
+        }
+    };
+    Ok(RunOptions {
+        scale,
+        engines,
+        workloads,
+        budget_mode: BudgetMode::parse(&args.budget_mode).map_err(|e| e.to_string())?,
+        cold: args.cold,
+        durability,
+        work_dir: args.work_dir.clone(),
+        seed: args.seed,
+        pg_url: args.pg_url.clone(),
+        full_frame: !args.no_full_frame,
+        command: std::env::args().collect::<Vec<_>>().join(" "),
+    })
+}
+
+/// Checks that `path` can be written before spending minutes measuring.
+fn check_writable(path: &std::path::Path) -> Result<(), String> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let probe = dir.join(format!(".ai-meta-probe-{}", std::process::id()));
+    std::fs::write(&probe, b"").map_err(|e| format!("cannot write to {}: {e}", dir.display()))?;
+    let _ = std::fs::remove_file(probe);
+    Ok(())
+}
+
+/// `ai-meta run`.
+pub fn run(args: RunArgs) -> ExitCode {
+    let opts = match parse(&args) {
+        Ok(o) => o,
+        Err(e) => return usage_error(e),
+    };
+    if let Err(e) = check_writable(&args.out) {
+        return usage_error(e);
+    }
+    let bars = Bars {
+        bar: Mutex::new(None),
+    };
+    let results = match run::run(&opts, &bars) {
+        Ok(r) => r,
+        Err(
+            e @ (RunError::UnknownName { .. } | RunError::Cgroup { .. } | RunError::WorkDir { .. }),
+        ) => return usage_error(e),
+        Err(e) => {
+            eprintln!("ai-meta run: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    if let Err(e) = results.save(&args.out) {
+        eprintln!("ai-meta run: {e}");
+        return ExitCode::FAILURE;
+    }
+    summary(&results);
+    println!("results written to {}", args.out.display());
+    ExitCode::SUCCESS
+}
+
+fn summary(r: &aimeta_reports::Results) {
+    println!(
+        "{:<20} {:<16} {:<14} {:<18} {:>12} {:>12} {:>12}",
+        "workload", "dataset", "engine", "variant", "mean ns/op", "p99 ns/op", "ops/s"
+    );
+    for rec in &r.records {
+        let v = rec.variant.as_deref().unwrap_or("-");
+        match rec.status {
+            aimeta_reports::Status::Ok => println!(
+                "{:<20} {:<16} {:<14} {:<18} {:>12.0} {:>12.0} {:>12.0}",
+                rec.workload,
+                rec.dataset,
+                rec.engine,
+                v,
+                rec.ns_per_op.mean,
+                rec.ns_per_op.p99,
+                rec.ops_per_sec
+            ),
+            s => println!(
+                "{:<20} {:<16} {:<14} {:<18} {:>12}",
+                rec.workload,
+                rec.dataset,
+                rec.engine,
+                v,
+                format!("{s:?}")
+            ),
+        }
+    }
+}
+
+/// `ai-meta list`.
+pub fn list() {
+    println!("engines (capabilities):");
+    for k in EngineKind::ALL {
+        let state = if k.is_enabled() {
+            ""
+        } else {
+            " [not compiled in]"
+        };
+        let caps = match k {
+            EngineKind::Aimeta => "native longest-prefix, native delimiter listing, I/O counters",
+            EngineKind::RocksDb => "emulated longest-prefix and listing, block-cache counters",
+            _ => "emulated longest-prefix and listing",
+        };
+        println!("  {:<14} {caps}{state}", k.name());
+    }
+    println!("workloads:");
+    for w in Workload::ALL {
+        println!("  {}", w.name());
+    }
+    println!("scales (budget; manifest beyond/fits keys; kv chains beyond/fits):");
+    for s in SCALES {
+        println!(
+            "  {:<6} {:>4} MiB; {} / {} keys; {} / {} chains",
+            s.name,
+            s.budget_bytes >> 20,
+            s.manifest_beyond.keys(),
+            s.manifest_fits.keys(),
+            s.kvchain_beyond,
+            s.kvchain_fits
+        );
+    }
+}
