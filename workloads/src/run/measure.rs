@@ -1,27 +1,8 @@
-//! Timing: warm-up, then a fixed number of operations, each latency recorded in an HDR
-//! histogram; engine I/O counters and /proc/self/io read before and after.
+//! Latency histograms and I/O counter arithmetic.
 
-use std::time::{Duration, Instant};
-
-use aimeta_adapters::{IoCounters, KvEngine};
+use aimeta_adapters::IoCounters;
 use aimeta_reports::{IoPerOp, Latency};
 use hdrhistogram::Histogram;
-
-use super::sys::os_read_bytes;
-use super::RunError;
-
-/// What one timed phase measured.
-#[derive(Debug)]
-pub struct Timed {
-    /// Per-operation latencies in nanoseconds.
-    pub hist: Histogram<u64>,
-    /// Wall time of the timed phase.
-    pub wall: Duration,
-    /// Engine counters and OS read bytes over the timed phase.
-    pub io: Option<IoPerOp>,
-    /// Operations timed.
-    pub ops: u64,
-}
 
 /// A histogram for latencies from 1 ns to 100 s at three significant digits.
 pub fn histogram() -> Histogram<u64> {
@@ -33,41 +14,6 @@ fn unreachable_histogram() -> Histogram<u64> {
     // Histogram::new(3) cannot fail for 3 significant digits; keep a last resort anyway.
     Histogram::new_with_max(u64::MAX / 2, 2).unwrap_or_else(|_| {
         Histogram::new_with_bounds(1, 2, 1).expect("a 1..2 histogram is always valid")
-    })
-}
-
-/// Runs `warmup` untimed operations, then `ops` timed ones.
-pub fn time_ops(
-    engine: &dyn KvEngine,
-    warmup: u64,
-    ops: u64,
-    mut op: impl FnMut(u64) -> Result<(), RunError>,
-) -> Result<Timed, RunError> {
-    for i in 0..warmup {
-        op(i)?;
-    }
-    let counters_before = engine.io_counters();
-    let os_before = os_read_bytes();
-    let mut hist = histogram();
-    let start = Instant::now();
-    for i in 0..ops {
-        let t = Instant::now();
-        op(warmup + i)?;
-        let ns = t.elapsed().as_nanos().min(u128::from(u64::MAX)) as u64;
-        hist.saturating_record(ns.max(1));
-    }
-    let wall = start.elapsed();
-    let io = io_per_op(
-        counters_before,
-        engine.io_counters(),
-        os_read_bytes().saturating_sub(os_before),
-        ops,
-    );
-    Ok(Timed {
-        hist,
-        wall,
-        io,
-        ops,
     })
 }
 

@@ -5,23 +5,20 @@
 mod error;
 mod measure;
 mod ops;
+mod session;
 mod sys;
 
 use std::path::{Path, PathBuf};
-use std::time::Instant;
 
-use aimeta_adapters::{
-    aimeta::AimetaEngine, open, CacheBudget, Durability, EngineKind, KvEngine, LpmMethod,
-    OpenOptions,
-};
+use aimeta_adapters::{Durability, EngineKind};
 use aimeta_reports::{Dataset, Provenance, Record, Results, RunConfig, Status, SCHEMA_VERSION};
 
 pub use error::RunError;
+pub use session::{base_record, variants, Session};
 pub use sys::{drop_from_page_cache, CgroupGuard};
 
-use crate::gen::{ChainGraph, KvChain, Layout, Manifest, Rng};
+use crate::gen::{ChainGraph, KvChain, Layout, Manifest};
 use crate::scale::Scale;
-use measure::{histogram, latency, time_ops, Timed};
 
 /// A timed operation of the benchmark.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -201,18 +198,40 @@ impl Progress for NoProgress {
 }
 
 /// One data set as the runner builds it.
-enum Data {
+#[derive(Debug, Clone)]
+pub enum Data {
+    /// A shard manifest.
     Manifest(Manifest),
+    /// A kv-cache chain index.
     KvChain(KvChain),
+    /// A chain graph.
     Graph(ChainGraph),
 }
 
-struct Planned {
-    meta: Dataset,
-    data: Data,
+/// A data set to load: its description and its generator.
+#[derive(Debug, Clone)]
+pub struct Planned {
+    /// What the results file says about it.
+    pub meta: Dataset,
+    /// Its contents.
+    pub data: Data,
 }
 
-fn plan_datasets(o: &RunOptions) -> Vec<Planned> {
+impl Workload {
+    /// True when the workload runs on this data set (bulk load runs on all).
+    pub fn runs_on(self, d: &Data) -> bool {
+        matches!(
+            (self.family(), d),
+            (None, _)
+                | (Some(Family::Manifest), Data::Manifest(_))
+                | (Some(Family::KvChain), Data::KvChain(_))
+                | (Some(Family::ChainGraph), Data::Graph(_))
+        )
+    }
+}
+
+/// The data sets the chosen workloads need, fits variant first.
+pub fn plan_datasets(o: &RunOptions) -> Vec<Planned> {
     let s = &o.scale;
     let fam = |f: Family| o.workloads.iter().any(|w| w.family() == Some(f));
     let ratio = |bytes: u64| bytes as f64 / s.budget_bytes as f64;
@@ -320,76 +339,6 @@ pub fn run(o: &RunOptions, progress: &dyn Progress) -> Result<Results, RunError>
     Ok(results)
 }
 
-fn options(o: &RunOptions, data_bytes: u64) -> OpenOptions {
-    OpenOptions {
-        cache: CacheBudget(o.scale.budget_bytes),
-        durability: o.durability,
-        expected_data_bytes: data_bytes,
-        pg_url: o.pg_url.clone(),
-    }
-}
-
-fn base_record(workload: &str, dataset: &str, engine: &str, variant: Option<&str>) -> Record {
-    Record {
-        workload: workload.into(),
-        dataset: dataset.into(),
-        engine: engine.into(),
-        variant: variant.map(str::to_string),
-        status: Status::Ok,
-        note: None,
-        ops: 0,
-        threads: 1,
-        ns_per_op: Default::default(),
-        ops_per_sec: 0.0,
-        size_on_disk_bytes: None,
-        io_per_op: None,
-        load_secs: None,
-    }
-}
-
-fn timed_record(
-    workload: &str,
-    ds: &Dataset,
-    engine: &str,
-    variant: Option<&str>,
-    t: &Timed,
-    size: u64,
-    load: f64,
-) -> Record {
-    Record {
-        status: Status::Ok,
-        ops: t.ops,
-        ns_per_op: latency(&t.hist),
-        ops_per_sec: t.ops as f64 / t.wall.as_secs_f64().max(1e-9),
-        size_on_disk_bytes: Some(size),
-        io_per_op: t.io,
-        load_secs: Some(load),
-        ..base_record(workload, &ds.name, engine, variant)
-    }
-}
-
-fn open_engine(
-    o: &RunOptions,
-    kind: EngineKind,
-    dir: &Path,
-    data_bytes: u64,
-    full_frame: bool,
-) -> Result<Box<dyn KvEngine>, aimeta_adapters::Error> {
-    if kind == EngineKind::Aimeta {
-        let mode = if full_frame {
-            aimeta_engine::ScanIo::FullFrame
-        } else {
-            aimeta_engine::ScanIo::Paged
-        };
-        return Ok(Box::new(AimetaEngine::open_with(
-            dir,
-            &options(o, data_bytes),
-            mode,
-        )?));
-    }
-    open(kind, dir, &options(o, data_bytes))
-}
-
 /// Loads one data set into one engine and runs every workload of its family.
 fn run_engine(
     o: &RunOptions,
@@ -398,113 +347,74 @@ fn run_engine(
     progress: &dyn Progress,
 ) -> Result<Vec<Record>, RunError> {
     let ds = &p.meta;
-    let dir = o.work_dir.join(&ds.name).join(kind.name());
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).map_err(|source| RunError::WorkDir {
-        path: dir.clone(),
-        source,
-    })?;
     let wanted: Vec<Workload> = o
         .workloads
         .iter()
         .copied()
-        .filter(|w| {
-            w.family().is_none_or(|f| {
-                matches!(
-                    (f, &p.data),
-                    (Family::Manifest, Data::Manifest(_))
-                        | (Family::KvChain, Data::KvChain(_))
-                        | (Family::ChainGraph, Data::Graph(_))
-                )
-            })
-        })
+        .filter(|w| w.runs_on(&p.data))
         .collect();
-    let engine = match open_engine(o, kind, &dir, ds.data_bytes, false) {
-        Ok(e) => e,
-        Err(e @ aimeta_adapters::Error::PostgresUnavailable { .. }) => {
-            progress.note(&format!("{} skipped: {e}", kind.name()));
+    let mut s = match Session::load(o, kind, p, false, progress)? {
+        Ok(s) => s,
+        Err(why) => {
+            progress.note(&format!("{} skipped: {why}", kind.name()));
             return Ok(wanted
                 .iter()
                 .map(|w| Record {
                     status: Status::Skipped,
-                    note: Some(e.to_string()),
+                    note: Some(why.clone()),
                     ..base_record(w.name(), &ds.name, kind.name(), None)
                 })
                 .collect());
         }
-        Err(source) => {
-            return Err(RunError::Engine {
-                engine: kind.name().into(),
-                dataset: ds.name.clone(),
-                step: "open".into(),
-                source,
-            })
-        }
     };
-    let eng = engine.as_ref();
-    let err = |step: &str| {
-        let engine = kind.name().to_string();
-        let dataset = ds.name.clone();
-        let step = step.to_string();
-        move |source| RunError::Engine {
-            engine,
-            dataset,
-            step,
-            source,
-        }
-    };
-    progress.begin(&format!("load {} into {}", ds.name, kind.name()), ds.keys);
-    let start = Instant::now();
-    match &p.data {
-        Data::Manifest(m) => eng.bulk_load(&mut m.pairs().inspect(|_| progress.advance(1))),
-        Data::KvChain(kv) => eng.bulk_load(
-            &mut kv
-                .sorted_pairs()
-                .into_iter()
-                .inspect(|_| progress.advance(1)),
-        ),
-        Data::Graph(g) => eng.bulk_load(&mut g.pairs().inspect(|_| progress.advance(1))),
-    }
-    .map_err(err("bulk load"))?;
-    eng.checkpoint().map_err(err("checkpoint after load"))?;
-    let load_secs = start.elapsed().as_secs_f64();
-    progress.end();
-    let size = eng.size_on_disk().map_err(err("size on disk"))?;
     let mut out = Vec::new();
-    for &w in &wanted {
-        progress.begin(
-            &format!("{} {} {}", kind.name(), ds.name, w.name()),
-            o.scale.ops,
-        );
-        out.extend(measure_workload(
-            o, eng, w, p, size, load_secs, &dir, progress,
-        )?);
-        progress.end();
+    if wanted.contains(&Workload::BulkLoad) {
+        out.push(s.load_record());
     }
-    drop(engine);
-    if o.full_frame && kind == EngineKind::Aimeta {
-        if let Data::Manifest(m) = &p.data {
-            if wanted.contains(&Workload::ManifestScan) {
-                let ff = open_engine(o, kind, &dir, ds.data_bytes, true)
-                    .map_err(err("reopen in full-frame mode"))?;
-                let mut mo = ops::ManifestOps::new(ff.as_ref(), *m, &ds.name, o.seed ^ 0x11);
-                prepare(o, &dir)?;
-                let _guard = enter_budget(o)?;
-                let t = time_ops(ff.as_ref(), o.scale.warmup, o.scale.ops, |_| mo.scan())?;
-                out.push(timed_record(
-                    "manifest_scan",
-                    ds,
-                    kind.name(),
-                    Some("full_frame"),
-                    &t,
-                    size,
-                    load_secs,
-                ));
+    let native = s.engine.capabilities().native_longest_prefix;
+    for &w in wanted.iter().filter(|&&w| w != Workload::BulkLoad) {
+        for v in variants(w, s.name, o.full_frame) {
+            if v == Some("native") && !native {
+                out.push(Record {
+                    status: Status::Unsupported,
+                    note: Some(format!("{} has no native longest-prefix lookup", s.name)),
+                    ..base_record(w.name(), &ds.name, s.name, v)
+                });
+                continue;
             }
+            let (warm, ops) = counts(o, w);
+            prepare(o, &s.dir)?;
+            let _guard = enter_budget(o)?;
+            progress.begin(
+                &format!("{} {} {} {}", s.name, ds.name, w.name(), v.unwrap_or("")),
+                ops,
+            );
+            s.measure(w, v.unwrap_or(""), warm, ops, progress)?;
+            progress.end();
         }
     }
-    let _ = std::fs::remove_dir_all(&dir);
+    out.extend(s.records());
+    drop(s);
+    if o.full_frame && kind == EngineKind::Aimeta && wanted.contains(&Workload::ManifestScan) {
+        if let Ok(mut ff) = Session::load(o, kind, p, true, progress)? {
+            let (warm, ops) = counts(o, Workload::ManifestScan);
+            prepare(o, &ff.dir)?;
+            let _guard = enter_budget(o)?;
+            progress.begin(&format!("aimeta {} manifest_scan full_frame", ds.name), ops);
+            ff.measure(Workload::ManifestScan, "full_frame", warm, ops, progress)?;
+            progress.end();
+            out.extend(ff.records());
+        }
+    }
     Ok(out)
+}
+
+/// (warm-up, timed) operations of a workload at the run's scale; a chain walk is 500 hops.
+pub fn counts(o: &RunOptions, w: Workload) -> (u64, u64) {
+    match w {
+        Workload::ChainWalk500 => ((o.scale.warmup / 50).max(2), (o.scale.ops / 50).max(20)),
+        _ => (o.scale.warmup, o.scale.ops),
+    }
 }
 
 fn prepare(o: &RunOptions, dir: &Path) -> Result<(), RunError> {
@@ -524,204 +434,4 @@ fn enter_budget(o: &RunOptions) -> Result<Option<CgroupGuard>, RunError> {
             CgroupGuard::enter(o.scale.budget_bytes + CGROUP_OVERHEAD_BYTES).map(Some)
         }
     }
-}
-
-#[allow(clippy::too_many_arguments)]
-fn measure_workload(
-    o: &RunOptions,
-    eng: &dyn KvEngine,
-    w: Workload,
-    p: &Planned,
-    size: u64,
-    load_secs: f64,
-    dir: &Path,
-    progress: &dyn Progress,
-) -> Result<Vec<Record>, RunError> {
-    let ds = &p.meta;
-    let name = eng.name();
-    let (warm, ops) = (o.scale.warmup, o.scale.ops);
-    let tick = |r: Result<(), RunError>| {
-        progress.advance(1);
-        r
-    };
-    if w == Workload::BulkLoad {
-        let per_key = load_secs * 1e9 / ds.keys.max(1) as f64;
-        let mut hist = histogram();
-        hist.saturating_record(per_key.max(1.0) as u64);
-        return Ok(vec![Record {
-            ops: ds.keys,
-            ns_per_op: aimeta_reports::Latency {
-                mean: per_key,
-                p50: per_key,
-                p99: per_key,
-                p999: per_key,
-                min: per_key,
-                max: per_key,
-            },
-            ops_per_sec: ds.keys as f64 / load_secs.max(1e-9),
-            size_on_disk_bytes: Some(size),
-            load_secs: Some(load_secs),
-            note: Some("one timed load of the whole data set; ns_per_op is per key".into()),
-            ..base_record(w.name(), &ds.name, name, None)
-        }]);
-    }
-    prepare(o, dir)?;
-    let _guard = enter_budget(o)?;
-    let mut out = Vec::new();
-    match (&p.data, w) {
-        (Data::Manifest(m), Workload::ManifestGetPar8) => {
-            out.push(par8(o, eng, *m, ds, size, load_secs)?);
-        }
-        (Data::Manifest(m), _) => {
-            let mut mo = ops::ManifestOps::new(eng, *m, &ds.name, o.seed ^ w.name().len() as u64);
-            let t = time_ops(eng, warm, ops, |i| {
-                tick(match w {
-                    Workload::ManifestScan => mo.scan(),
-                    Workload::ManifestGet => mo.get(),
-                    Workload::ManifestList => mo.list(),
-                    Workload::ManifestRange100 => mo.range100(),
-                    Workload::ManifestCount8000 => mo.count8000(),
-                    _ => mo.cas(i),
-                })
-            })?;
-            let variant = (w == Workload::ManifestScan && name == "aimeta" && o.full_frame)
-                .then_some("paged");
-            out.push(timed_record(
-                w.name(),
-                ds,
-                name,
-                variant,
-                &t,
-                size,
-                load_secs,
-            ));
-        }
-        (Data::KvChain(kv), _) => {
-            let queries = kv.queries((warm + ops) as usize);
-            let mut buf = Vec::new();
-            let mut methods = vec![("native", LpmMethod::Native)];
-            if name == "aimeta" {
-                methods.push((
-                    "native_boundary",
-                    LpmMethod::NativeAtBoundary { delimiter: b'/' },
-                ));
-            }
-            methods.push(("predecessor_seek", LpmMethod::PredecessorSeek));
-            methods.push(("bisect", LpmMethod::Bisect { delimiter: b'/' }));
-            for (variant, method) in methods {
-                if method == LpmMethod::Native && !eng.capabilities().native_longest_prefix {
-                    out.push(Record {
-                        status: Status::Unsupported,
-                        note: Some(format!("{name} has no native longest-prefix lookup")),
-                        ..base_record(w.name(), &ds.name, name, Some(variant))
-                    });
-                    continue;
-                }
-                let t = time_ops(eng, warm, ops, |i| {
-                    tick(ops::lpm(
-                        eng,
-                        &ds.name,
-                        &queries[i as usize],
-                        method,
-                        &mut buf,
-                    ))
-                })?;
-                out.push(timed_record(
-                    w.name(),
-                    ds,
-                    name,
-                    Some(variant),
-                    &t,
-                    size,
-                    load_secs,
-                ));
-            }
-        }
-        (Data::Graph(g), _) => {
-            let mut rng = Rng::new(o.seed ^ 0x9A);
-            let mut buf = Vec::new();
-            let walk_ops = (ops / 50).max(20);
-            let t = time_ops(eng, (warm / 50).max(2), walk_ops, |_| {
-                tick(ops::walk500(eng, &ds.name, g, &mut rng, &mut buf))
-            })?;
-            out.push(timed_record(w.name(), ds, name, None, &t, size, load_secs));
-        }
-    }
-    Ok(out)
-}
-
-/// manifest_get_par8: 8 threads of point gets; latency per operation, throughput in total.
-fn par8(
-    o: &RunOptions,
-    eng: &dyn KvEngine,
-    m: Manifest,
-    ds: &Dataset,
-    size: u64,
-    load_secs: f64,
-) -> Result<Record, RunError> {
-    const THREADS: u64 = 8;
-    let per = (o.scale.ops / THREADS).max(1);
-    let warm = o.scale.warmup / THREADS;
-    let before = eng.io_counters();
-    let os_before = sys::os_read_bytes();
-    let start = Instant::now();
-    let hists: Vec<Result<hdrhistogram::Histogram<u64>, RunError>> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..THREADS)
-            .map(|t| {
-                s.spawn(move || {
-                    let mut mo = ops::ManifestOps::new(eng, m, &ds.name, o.seed ^ (0x100 + t));
-                    for _ in 0..warm {
-                        mo.get()?;
-                    }
-                    let mut h = histogram();
-                    for _ in 0..per {
-                        let t0 = Instant::now();
-                        mo.get()?;
-                        h.saturating_record((t0.elapsed().as_nanos() as u64).max(1));
-                    }
-                    Ok(h)
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join().unwrap_or_else(|_| {
-                    Err(RunError::WrongAnswer {
-                        engine: eng.name().into(),
-                        workload: "manifest_get_par8".into(),
-                        detail: "a reader thread panicked".into(),
-                    })
-                })
-            })
-            .collect()
-    });
-    let wall = start.elapsed();
-    let mut all = histogram();
-    for h in hists {
-        let _ = all.add(h?);
-    }
-    let total = per * THREADS;
-    let t = Timed {
-        io: measure::io_per_op(
-            before,
-            eng.io_counters(),
-            sys::os_read_bytes().saturating_sub(os_before),
-            total,
-        ),
-        hist: all,
-        wall,
-        ops: total,
-    };
-    let mut r = timed_record(
-        "manifest_get_par8",
-        ds,
-        eng.name(),
-        None,
-        &t,
-        size,
-        load_secs,
-    );
-    r.threads = THREADS as u32;
-    Ok(r)
 }

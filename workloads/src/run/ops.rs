@@ -32,34 +32,46 @@ fn wrong(engine: &dyn KvEngine, workload: &str, detail: String) -> RunError {
     }
 }
 
-/// State shared by the manifest workloads' operations.
-pub struct ManifestOps<'a> {
-    /// The engine under test.
-    pub engine: &'a dyn KvEngine,
+/// State of the manifest workloads' operations (random choices, buffers, CAS values).
+pub struct ManifestOps {
     /// The data set's shape.
     pub m: Manifest,
     /// Its name.
-    pub dataset: &'a str,
+    pub dataset: String,
     rng: Rng,
     buf: Vec<u8>,
     cas_values: HashMap<Vec<u8>, Vec<u8>>,
 }
 
-impl<'a> ManifestOps<'a> {
-    /// Operations on `engine` loaded with `m`, queries drawn from `seed`.
-    pub fn new(engine: &'a dyn KvEngine, m: Manifest, dataset: &'a str, seed: u64) -> Self {
+/// A borrowed engine with the manifest operations' state.
+pub struct ManifestRun<'a> {
+    /// The engine under test.
+    pub engine: &'a dyn KvEngine,
+    /// The state.
+    pub st: &'a mut ManifestOps,
+}
+
+impl ManifestOps {
+    /// Operations on a store loaded with `m`, queries drawn from `seed`.
+    pub fn new(m: Manifest, dataset: &str, seed: u64) -> Self {
         ManifestOps {
-            engine,
             m,
-            dataset,
+            dataset: dataset.to_string(),
             rng: Rng::new(seed),
             buf: Vec::new(),
             cas_values: HashMap::new(),
         }
     }
 
+    /// Binds the state to an engine for a while.
+    pub fn on<'a>(&'a mut self, engine: &'a dyn KvEngine) -> ManifestRun<'a> {
+        ManifestRun { engine, st: self }
+    }
+}
+
+impl ManifestRun<'_> {
     fn shard(&mut self) -> u32 {
-        self.rng.below(u64::from(self.m.shards)) as u32
+        self.st.rng.below(u64::from(self.st.m.shards)) as u32
     }
 
     /// manifest_scan: 100 entries with values under a random shard's prefix.
@@ -71,8 +83,8 @@ impl<'a> ManifestOps<'a> {
             .scan_prefix(&Manifest::shard_prefix(s), 100, &mut |_, v| {
                 bytes += v.len()
             })
-            .map_err(engine_err(self.engine, self.dataset, "manifest_scan"))?;
-        let want = 100.min(self.m.per_shard as usize);
+            .map_err(engine_err(self.engine, &self.st.dataset, "manifest_scan"))?;
+        let want = 100.min(self.st.m.per_shard as usize);
         if n != want || bytes != want * 24 {
             return Err(wrong(
                 self.engine,
@@ -85,14 +97,14 @@ impl<'a> ManifestOps<'a> {
 
     /// manifest_get: a random existing key.
     pub fn get(&mut self) -> Result<(), RunError> {
-        let n = self.rng.below(self.m.keys());
-        let key = self.m.nth_key(n);
-        let found = self.engine.get(&key, &mut self.buf).map_err(engine_err(
+        let n = self.st.rng.below(self.st.m.keys());
+        let key = self.st.m.nth_key(n);
+        let found = self.engine.get(&key, &mut self.st.buf).map_err(engine_err(
             self.engine,
-            self.dataset,
+            &self.st.dataset,
             "manifest_get",
         ))?;
-        if !found || self.buf.len() != 24 {
+        if !found || self.st.buf.len() != 24 {
             return Err(wrong(
                 self.engine,
                 "manifest_get",
@@ -117,8 +129,8 @@ impl<'a> ManifestOps<'a> {
                     }
                 }
             })
-            .map_err(engine_err(self.engine, self.dataset, "manifest_list"))?;
-        let want = 20.min((self.m.shards - s) as usize);
+            .map_err(engine_err(self.engine, &self.st.dataset, "manifest_list"))?;
+        let want = 20.min((self.st.m.shards - s) as usize);
         if items != want || first.as_deref() != Some(Manifest::shard_prefix(s).as_slice()) {
             return Err(wrong(
                 self.engine,
@@ -131,13 +143,17 @@ impl<'a> ManifestOps<'a> {
 
     /// manifest_range100: 100 rows from a random key.
     pub fn range100(&mut self) -> Result<(), RunError> {
-        let keys = self.m.keys();
-        let n = self.rng.below(keys.saturating_sub(100).max(1));
-        let start = self.m.nth_key(n);
+        let keys = self.st.m.keys();
+        let n = self.st.rng.below(keys.saturating_sub(100).max(1));
+        let start = self.st.m.nth_key(n);
         let got = self
             .engine
             .scan_range(&start, 100, &mut |_, _| {})
-            .map_err(engine_err(self.engine, self.dataset, "manifest_range100"))?;
+            .map_err(engine_err(
+                self.engine,
+                &self.st.dataset,
+                "manifest_range100",
+            ))?;
         if got != 100.min(keys as usize) {
             return Err(wrong(
                 self.engine,
@@ -150,13 +166,13 @@ impl<'a> ManifestOps<'a> {
 
     /// manifest_count8000: a count over 8,000 consecutive keys.
     pub fn count8000(&mut self) -> Result<(), RunError> {
-        let keys = self.m.keys();
+        let keys = self.st.m.keys();
         let span = 8_000.min(keys.saturating_sub(1));
-        let n = self.rng.below((keys - span).max(1));
-        let (a, b) = (self.m.nth_key(n), self.m.nth_key(n + span));
+        let n = self.st.rng.below((keys - span).max(1));
+        let (a, b) = (self.st.m.nth_key(n), self.st.m.nth_key(n + span));
         let got = self.engine.count_range(&a, &b).map_err(engine_err(
             self.engine,
-            self.dataset,
+            &self.st.dataset,
             "manifest_count8000",
         ))?;
         if got != span {
@@ -171,10 +187,11 @@ impl<'a> ManifestOps<'a> {
 
     /// manifest_cas: swap a random key's value for a new one, expecting its current value.
     pub fn cas(&mut self, round: u64) -> Result<(), RunError> {
-        let n = self.rng.below(self.m.keys());
-        let key = self.m.nth_key(n);
-        let per = u64::from(self.m.per_shard);
+        let n = self.st.rng.below(self.st.m.keys());
+        let key = self.st.m.nth_key(n);
+        let per = u64::from(self.st.m.per_shard);
         let current = self
+            .st
             .cas_values
             .get(&key)
             .cloned()
@@ -184,7 +201,7 @@ impl<'a> ManifestOps<'a> {
         let out = self
             .engine
             .compare_and_swap(&key, Some(&current), Some(&new))
-            .map_err(engine_err(self.engine, self.dataset, "manifest_cas"))?;
+            .map_err(engine_err(self.engine, &self.st.dataset, "manifest_cas"))?;
         if out != CasOutcome::Ok {
             return Err(wrong(
                 self.engine,
@@ -192,7 +209,7 @@ impl<'a> ManifestOps<'a> {
                 format!("conflict on {}: {out:?}", String::from_utf8_lossy(&key)),
             ));
         }
-        self.cas_values.insert(key, new);
+        self.st.cas_values.insert(key, new);
         Ok(())
     }
 }

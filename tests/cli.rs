@@ -1,0 +1,85 @@
+//! The `ai-meta` command's error paths and a tiny real run.
+
+use std::process::Command;
+
+fn ai_meta(args: &[&str]) -> std::io::Result<std::process::Output> {
+    Command::new(env!("CARGO_BIN_EXE_ai-meta"))
+        .args(args)
+        .output()
+}
+
+fn one_line_exit_2(args: &[&str], needle: &str) -> Result<(), Box<dyn std::error::Error>> {
+    let out = ai_meta(args)?;
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    assert_eq!(
+        err.trim().lines().count(),
+        1,
+        "{args:?} printed more than one line: {err}"
+    );
+    assert!(err.contains(needle), "{args:?}: {err}");
+    Ok(())
+}
+
+#[test]
+fn bad_names_and_paths_get_one_line_and_exit_2() -> Result<(), Box<dyn std::error::Error>> {
+    one_line_exit_2(
+        &["run", "--scale", "huge"],
+        "unknown scale \"huge\"; valid: ci, quick, seed",
+    )?;
+    one_line_exit_2(&["run", "--engines", "aimeta,oracle"], "valid names are")?;
+    one_line_exit_2(&["run", "--workloads", "manifest_scna"], "unknown workload")?;
+    one_line_exit_2(&["run", "--budget-mode", "magic"], "unknown budget mode")?;
+    one_line_exit_2(&["run", "--durability", "maybe"], "unknown durability")?;
+    one_line_exit_2(
+        &["run", "--out", "/proc/no-such-dir/results.json"],
+        "cannot",
+    )?;
+    one_line_exit_2(
+        &["report", "--results", "/no/such/results.json"],
+        "results.json",
+    )?;
+    Ok(())
+}
+
+#[test]
+fn a_small_run_writes_results_json() -> Result<(), Box<dyn std::error::Error>> {
+    let dir = tempfile::tempdir()?;
+    let out = dir.path().join("r.json");
+    let work = dir.path().join("work");
+    let o = ai_meta(&[
+        "run",
+        "--scale",
+        "ci",
+        "--engines",
+        "aimeta,lmdb",
+        "--workloads",
+        "manifest_get,kvchain_lpm",
+        "--out",
+        out.to_str().ok_or("path")?,
+        "--work-dir",
+        work.to_str().ok_or("path")?,
+    ])?;
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let r = aimeta_reports::Results::load(&out)?;
+    assert!(r
+        .find("manifest_get", "manifest_beyond", "aimeta", None)
+        .is_some());
+    assert!(r
+        .find("manifest_get", "manifest_fits", "lmdb", None)
+        .is_some());
+    let native = r
+        .find("kvchain_lpm", "kvchain_beyond", "aimeta", Some("native"))
+        .ok_or("aimeta native lpm")?;
+    assert_eq!(native.status, aimeta_reports::Status::Ok);
+    let lmdb = r
+        .find("kvchain_lpm", "kvchain_beyond", "lmdb", Some("native"))
+        .ok_or("lmdb native lpm")?;
+    assert_eq!(lmdb.status, aimeta_reports::Status::Unsupported);
+    assert!(r
+        .datasets
+        .iter()
+        .any(|d| d.name == "manifest_beyond" && !d.fits_budget && d.ratio_to_budget >= 4.0));
+    assert!(!r.provenance.commit.is_empty());
+    Ok(())
+}

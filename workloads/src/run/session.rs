@@ -1,0 +1,499 @@
+//! A session: one engine loaded with one data set, ready to run that data set's workloads
+//! operation by operation. The runner times a fixed number of operations per workload;
+//! the criterion bench times as many as criterion asks for; both record every latency
+//! into the same per-(workload, variant) histograms that become results records.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use aimeta_adapters::{
+    aimeta::AimetaEngine, open, CacheBudget, EngineKind, KvEngine, LpmMethod, OpenOptions,
+};
+use aimeta_reports::{Dataset, Latency, Record, Status};
+
+use hdrhistogram::Histogram;
+
+use super::measure::{histogram, io_per_op, latency};
+use super::ops::{self, ManifestOps};
+use super::{sys, Data, Planned, Progress, RunError, RunOptions, Workload};
+use crate::gen::{KvQuery, Rng};
+
+/// Operation state of one (workload, variant).
+enum OpState {
+    Manifest(ManifestOps),
+    Lpm {
+        queries: Vec<KvQuery>,
+        method: LpmMethod,
+        buf: Vec<u8>,
+        next: usize,
+    },
+    Walk {
+        rng: Rng,
+        buf: Vec<u8>,
+    },
+}
+
+/// Latencies and counters gathered for one (workload, variant).
+struct Tally {
+    hist: Histogram<u64>,
+    wall: Duration,
+    ops: u64,
+    threads: u32,
+    io: aimeta_reports::IoPerOp,
+    io_seen: bool,
+}
+
+/// One engine, loaded.
+pub struct Session {
+    /// The engine.
+    pub engine: Box<dyn KvEngine>,
+    /// Engine name.
+    pub name: &'static str,
+    /// The data set.
+    pub dataset: Dataset,
+    data: Data,
+    /// Its directory (removed on drop).
+    pub dir: PathBuf,
+    /// Size on disk after the load.
+    pub size: u64,
+    /// Seconds the load took (with its checkpoint).
+    pub load_secs: f64,
+    seed: u64,
+    states: HashMap<(Workload, &'static str), OpState>,
+    tallies: Vec<((Workload, &'static str), Tally)>,
+}
+
+fn options(o: &RunOptions, data_bytes: u64) -> OpenOptions {
+    OpenOptions {
+        cache: CacheBudget(o.scale.budget_bytes),
+        durability: o.durability,
+        expected_data_bytes: data_bytes,
+        pg_url: o.pg_url.clone(),
+    }
+}
+
+/// Opens `kind` on `dir`; aimeta in full-frame mode when asked.
+pub fn open_engine(
+    o: &RunOptions,
+    kind: EngineKind,
+    dir: &std::path::Path,
+    data_bytes: u64,
+    full_frame: bool,
+) -> Result<Box<dyn KvEngine>, aimeta_adapters::Error> {
+    if kind == EngineKind::Aimeta {
+        let mode = if full_frame {
+            aimeta_engine::ScanIo::FullFrame
+        } else {
+            aimeta_engine::ScanIo::Paged
+        };
+        return Ok(Box::new(AimetaEngine::open_with(
+            dir,
+            &options(o, data_bytes),
+            mode,
+        )?));
+    }
+    open(kind, dir, &options(o, data_bytes))
+}
+
+/// The variants of `w` an engine runs (None: the workload has one form).
+pub fn variants(w: Workload, engine: &str, full_frame: bool) -> Vec<Option<&'static str>> {
+    match w {
+        Workload::KvchainLpm if engine == "aimeta" => vec![
+            Some("native"),
+            Some("native_boundary"),
+            Some("predecessor_seek"),
+            Some("bisect"),
+        ],
+        Workload::KvchainLpm => vec![Some("native"), Some("predecessor_seek"), Some("bisect")],
+        Workload::ManifestScan if engine == "aimeta" && full_frame => vec![Some("paged")],
+        _ => vec![None],
+    }
+}
+
+impl Session {
+    /// Opens a fresh store for `kind` and loads `p` into it; `Ok(None)` when the engine is
+    /// not available on this machine (PostgreSQL without server binaries).
+    pub fn load(
+        o: &RunOptions,
+        kind: EngineKind,
+        p: &Planned,
+        full_frame: bool,
+        progress: &dyn Progress,
+    ) -> Result<Result<Session, String>, RunError> {
+        let ds = &p.meta;
+        let suffix = if full_frame { "-full-frame" } else { "" };
+        let dir = o
+            .work_dir
+            .join(&ds.name)
+            .join(format!("{}{suffix}", kind.name()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).map_err(|source| RunError::WorkDir {
+            path: dir.clone(),
+            source,
+        })?;
+        let err = |step: &str| {
+            let (engine, dataset, step) =
+                (kind.name().to_string(), ds.name.clone(), step.to_string());
+            move |source| RunError::Engine {
+                engine,
+                dataset,
+                step,
+                source,
+            }
+        };
+        let engine = match open_engine(o, kind, &dir, ds.data_bytes, full_frame) {
+            Ok(e) => e,
+            Err(e @ aimeta_adapters::Error::PostgresUnavailable { .. }) => {
+                return Ok(Err(e.to_string()))
+            }
+            Err(e) => return Err(err("open")(e)),
+        };
+        progress.begin(&format!("load {} into {}", ds.name, kind.name()), ds.keys);
+        let start = Instant::now();
+        match &p.data {
+            Data::Manifest(m) => engine.bulk_load(&mut m.pairs().inspect(|_| progress.advance(1))),
+            Data::KvChain(kv) => engine.bulk_load(
+                &mut kv
+                    .sorted_pairs()
+                    .into_iter()
+                    .inspect(|_| progress.advance(1)),
+            ),
+            Data::Graph(g) => engine.bulk_load(&mut g.pairs().inspect(|_| progress.advance(1))),
+        }
+        .map_err(err("bulk load"))?;
+        engine.checkpoint().map_err(err("checkpoint after load"))?;
+        let load_secs = start.elapsed().as_secs_f64();
+        progress.end();
+        let size = engine.size_on_disk().map_err(err("size on disk"))?;
+        Ok(Ok(Session {
+            name: kind.name(),
+            engine,
+            dataset: ds.clone(),
+            data: p.data.clone(),
+            dir,
+            size,
+            load_secs,
+            seed: o.seed,
+            states: HashMap::new(),
+            tallies: Vec::new(),
+        }))
+    }
+
+    /// The record of the load itself.
+    pub fn load_record(&self) -> Record {
+        let ds = &self.dataset;
+        let per_key = self.load_secs * 1e9 / ds.keys.max(1) as f64;
+        Record {
+            ops: ds.keys,
+            ns_per_op: Latency {
+                mean: per_key,
+                p50: per_key,
+                p99: per_key,
+                p999: per_key,
+                min: per_key,
+                max: per_key,
+            },
+            ops_per_sec: ds.keys as f64 / self.load_secs.max(1e-9),
+            size_on_disk_bytes: Some(self.size),
+            load_secs: Some(self.load_secs),
+            note: Some(
+                "one timed load of the whole data set, checkpoint included; ns_per_op is per key"
+                    .into(),
+            ),
+            ..base_record(Workload::BulkLoad.name(), &ds.name, self.name, None)
+        }
+    }
+
+    fn ensure_state(&mut self, w: Workload, variant: &'static str) {
+        if self.states.contains_key(&(w, variant)) {
+            return;
+        }
+        let seed = self.seed ^ ((w.name().len() as u64) << 8) ^ variant.len() as u64;
+        let st = match &self.data {
+            Data::Manifest(m) => OpState::Manifest(ManifestOps::new(*m, &self.dataset.name, seed)),
+            Data::KvChain(kv) => OpState::Lpm {
+                queries: kv.queries(50_000),
+                method: match variant {
+                    "native" => LpmMethod::Native,
+                    "native_boundary" => LpmMethod::NativeAtBoundary { delimiter: b'/' },
+                    "predecessor_seek" => LpmMethod::PredecessorSeek,
+                    _ => LpmMethod::Bisect { delimiter: b'/' },
+                },
+                buf: Vec::new(),
+                next: 0,
+            },
+            Data::Graph(_) => OpState::Walk {
+                rng: Rng::new(seed),
+                buf: Vec::new(),
+            },
+        };
+        self.states.insert((w, variant), st);
+    }
+
+    /// Runs operation `i` of (w, variant).
+    pub fn op(&mut self, w: Workload, variant: &'static str, i: u64) -> Result<(), RunError> {
+        self.ensure_state(w, variant);
+        let Session {
+            engine,
+            states,
+            data,
+            dataset,
+            ..
+        } = self;
+        let eng: &dyn KvEngine = engine.as_ref();
+        let Some(st) = states.get_mut(&(w, variant)) else {
+            return Ok(());
+        };
+        match st {
+            OpState::Manifest(mo) => {
+                let mut r = mo.on(eng);
+                match w {
+                    Workload::ManifestScan => r.scan(),
+                    Workload::ManifestList => r.list(),
+                    Workload::ManifestRange100 => r.range100(),
+                    Workload::ManifestCount8000 => r.count8000(),
+                    Workload::ManifestCas => r.cas(i),
+                    _ => r.get(),
+                }
+            }
+            OpState::Lpm {
+                queries,
+                method,
+                buf,
+                next,
+            } => {
+                let q = &queries[*next % queries.len()];
+                *next += 1;
+                ops::lpm(eng, &dataset.name, q, *method, buf)
+            }
+            OpState::Walk { rng, buf } => match data {
+                Data::Graph(g) => ops::walk500(eng, &dataset.name, g, rng, buf),
+                _ => Ok(()),
+            },
+        }
+    }
+
+    fn tally(&mut self, key: (Workload, &'static str), threads: u32) -> &mut Tally {
+        let at = match self.tallies.iter().position(|(k, _)| *k == key) {
+            Some(at) => at,
+            None => {
+                self.tallies.push((
+                    key,
+                    Tally {
+                        hist: histogram(),
+                        wall: Duration::ZERO,
+                        ops: 0,
+                        threads,
+                        io: Default::default(),
+                        io_seen: false,
+                    },
+                ));
+                self.tallies.len() - 1
+            }
+        };
+        &mut self.tallies[at].1
+    }
+
+    /// Adds counter totals of a timed phase to the tally.
+    fn add_io(
+        &mut self,
+        key: (Workload, &'static str),
+        before: Option<aimeta_adapters::IoCounters>,
+        os0: u64,
+    ) {
+        let after = self.engine.io_counters();
+        let os = sys::os_read_bytes().saturating_sub(os0);
+        if let Some(d) = io_per_op(before, after, os, 1) {
+            let t = self.tally(key, 1);
+            t.io.pages_read += d.pages_read;
+            t.io.page_hits += d.page_hits;
+            t.io.page_misses += d.page_misses;
+            t.io.full_frame_reads += d.full_frame_reads;
+            t.io.bytes_read += d.bytes_read;
+            t.io.readahead_pages += d.readahead_pages;
+            t.io.os_read_bytes += d.os_read_bytes;
+            t.io_seen |= before.is_some();
+        }
+    }
+
+    /// Runs `warmup` untimed operations of (w, variant), then `ops` timed ones.
+    pub fn measure(
+        &mut self,
+        w: Workload,
+        variant: &'static str,
+        warmup: u64,
+        ops: u64,
+        progress: &dyn Progress,
+    ) -> Result<(), RunError> {
+        for i in 0..warmup {
+            self.op(w, variant, i)?;
+        }
+        let chunk = (ops / 100).max(1);
+        let mut done = 0;
+        while done < ops {
+            let n = chunk.min(ops - done);
+            self.time_iters(w, variant, n)?;
+            progress.advance(n);
+            done += n;
+        }
+        Ok(())
+    }
+
+    /// Runs `iters` timed operations of (w, variant), each recorded in its histogram;
+    /// returns their total time (what criterion's iter_custom wants).
+    pub fn time_iters(
+        &mut self,
+        w: Workload,
+        variant: &'static str,
+        iters: u64,
+    ) -> Result<Duration, RunError> {
+        if w == Workload::ManifestGetPar8 {
+            return self.time_par8(iters);
+        }
+        self.ensure_state(w, variant);
+        let key = (w, variant);
+        let before = self.engine.io_counters();
+        let os0 = sys::os_read_bytes();
+        let mut hist = std::mem::replace(&mut self.tally(key, 1).hist, histogram());
+        let mut total = Duration::ZERO;
+        let base = self.tally(key, 1).ops;
+        for i in 0..iters {
+            let t = Instant::now();
+            let r = self.op(w, variant, base + i);
+            let d = t.elapsed();
+            if let Err(e) = r {
+                self.tally(key, 1).hist = hist;
+                return Err(e);
+            }
+            total += d;
+            hist.saturating_record((d.as_nanos() as u64).max(1));
+        }
+        let t = self.tally(key, 1);
+        t.hist = hist;
+        t.wall += total;
+        t.ops += iters;
+        self.add_io(key, before, os0);
+        Ok(total)
+    }
+
+    /// manifest_get_par8: `iters` point gets split over 8 threads; returns the wall time.
+    fn time_par8(&mut self, iters: u64) -> Result<Duration, RunError> {
+        const THREADS: u64 = 8;
+        let Data::Manifest(m) = self.data.clone() else {
+            return Ok(Duration::ZERO);
+        };
+        let key = (Workload::ManifestGetPar8, "");
+        let per = iters.div_ceil(THREADS);
+        let round = self.tally(key, THREADS as u32).ops;
+        let before = self.engine.io_counters();
+        let os0 = sys::os_read_bytes();
+        let eng: &dyn KvEngine = self.engine.as_ref();
+        let dataset = self.dataset.name.clone();
+        let seed = self.seed;
+        let start = Instant::now();
+        let hists: Vec<Result<Histogram<u64>, RunError>> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..THREADS)
+                .map(|t| {
+                    let dataset = &dataset;
+                    s.spawn(move || {
+                        let mut mo = ManifestOps::new(m, dataset, seed ^ (0x100 + t) ^ round);
+                        let mut h = histogram();
+                        for _ in 0..per {
+                            let t0 = Instant::now();
+                            mo.on(eng).get()?;
+                            h.saturating_record((t0.elapsed().as_nanos() as u64).max(1));
+                        }
+                        Ok(h)
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join().unwrap_or_else(|_| {
+                        Err(RunError::WrongAnswer {
+                            engine: eng.name().into(),
+                            workload: "manifest_get_par8".into(),
+                            detail: "a reader thread panicked".into(),
+                        })
+                    })
+                })
+                .collect()
+        });
+        let wall = start.elapsed();
+        let mut merged = std::mem::replace(&mut self.tally(key, THREADS as u32).hist, histogram());
+        for h in hists {
+            let _ = merged.add(h?);
+        }
+        let t = self.tally(key, THREADS as u32);
+        t.hist = merged;
+        t.wall += wall;
+        t.ops += per * THREADS;
+        self.add_io(key, before, os0);
+        Ok(wall.mul_f64(iters as f64 / (per * THREADS) as f64))
+    }
+
+    /// Records of everything measured so far.
+    pub fn records(&self) -> Vec<Record> {
+        self.tallies
+            .iter()
+            .filter(|(_, t)| t.ops > 0)
+            .map(|((w, v), t)| {
+                let n = t.ops as f64;
+                let mut io = t.io;
+                for x in [
+                    &mut io.pages_read,
+                    &mut io.page_hits,
+                    &mut io.page_misses,
+                    &mut io.full_frame_reads,
+                    &mut io.bytes_read,
+                    &mut io.readahead_pages,
+                    &mut io.os_read_bytes,
+                ] {
+                    *x /= n;
+                }
+                Record {
+                    ops: t.ops,
+                    threads: t.threads,
+                    ns_per_op: latency(&t.hist),
+                    ops_per_sec: n / t.wall.as_secs_f64().max(1e-9),
+                    size_on_disk_bytes: Some(self.size),
+                    io_per_op: Some(io),
+                    load_secs: Some(self.load_secs),
+                    ..base_record(
+                        w.name(),
+                        &self.dataset.name,
+                        self.name,
+                        (!v.is_empty()).then_some(*v),
+                    )
+                }
+            })
+            .collect()
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// A record with no measurement yet.
+pub fn base_record(workload: &str, dataset: &str, engine: &str, variant: Option<&str>) -> Record {
+    Record {
+        workload: workload.into(),
+        dataset: dataset.into(),
+        engine: engine.into(),
+        variant: variant.map(str::to_string),
+        status: Status::Ok,
+        note: None,
+        ops: 0,
+        threads: 1,
+        ns_per_op: Default::default(),
+        ops_per_sec: 0.0,
+        size_on_disk_bytes: None,
+        io_per_op: None,
+        load_secs: None,
+    }
+}
