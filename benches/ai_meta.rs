@@ -1,111 +1,201 @@
-//! `cargo bench --bench ai_meta`: the engine on the seed report's manifest shape, point
-//! gets and 100-entry prefix scans on a store several times larger than the pool, in
-//! paged mode and in the full-frame reproduction mode. Set-up happens outside timing;
-//! criterion's iter_custom times only the operations. The cross-engine suite (LMDB,
-//! RocksDB, SQLite, redb, PostgreSQL) and the results JSON join this entry point with the
-//! workloads.
+//! `cargo bench --bench ai_meta`: every engine on every ai_meta workload, as criterion
+//! benchmark groups per workload with `engine[/variant]/dataset` ids. Stores are loaded
+//! outside the timed part; criterion's iter_custom times only the operations, and every
+//! operation's latency also goes into the harness's own histograms, written at the end as
+//! the project's results JSON (criterion's files are private to criterion).
+//!
+//! Environment: AI_META_SCALE (ci, quick (default), seed), AI_META_ENGINES (comma list),
+//! AI_META_OUT (results path, default target/ai_meta/results-<scale>.json),
+//! AI_META_WORK_DIR (where stores are built, default /var/tmp/ai-meta-work).
+//! Filters work as usual: `cargo bench --bench ai_meta -- manifest_scan`.
 
-use std::time::{Duration, Instant};
+use std::cell::RefCell;
+use std::path::PathBuf;
+use std::time::Duration;
 
-use aimeta_engine::{ScanIo, Tree, TreeConfig};
-use criterion::{criterion_group, criterion_main, Criterion};
+use aimeta_adapters::{Durability, EngineKind};
+use aimeta_reports::{Record, Status};
+use aimeta_workloads::run::{
+    self, base_record, variants, BudgetMode, NoProgress, RunOptions, Session, Workload,
+};
+use aimeta_workloads::scale::{Scale, QUICK};
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 
-const SHARDS: u32 = 40;
-const PER_SHARD: u32 = 10_000;
-const POOL_BYTES: u64 = 4 << 20;
-
-fn key(s: u32, i: u32) -> Vec<u8> {
-    format!("ds/laion/shard-{s:05}/sample-{i:08}").into_bytes()
+fn options() -> Result<RunOptions, String> {
+    let scale = match std::env::var("AI_META_SCALE") {
+        Ok(name) => Scale::by_name(&name)
+            .ok_or_else(|| format!("unknown AI_META_SCALE {name:?}; valid: ci, quick, seed"))?,
+        Err(_) => QUICK,
+    };
+    let engines = match std::env::var("AI_META_ENGINES") {
+        Ok(list) => list
+            .split(',')
+            .map(|n| n.parse::<EngineKind>().map_err(|e| e.to_string()))
+            .collect::<Result<_, _>>()?,
+        Err(_) => EngineKind::enabled(),
+    };
+    Ok(RunOptions {
+        scale,
+        engines,
+        workloads: Workload::ALL.to_vec(),
+        budget_mode: BudgetMode::Engine,
+        cold: false,
+        durability: Durability::Async,
+        work_dir: std::env::var_os("AI_META_WORK_DIR")
+            .map_or_else(|| PathBuf::from("/var/tmp/ai-meta-work"), PathBuf::from),
+        seed: 42,
+        pg_url: None,
+        full_frame: true,
+        command: format!("cargo bench --bench ai_meta (scale {})", scale.name),
+    })
 }
 
-fn value(s: u32, i: u32) -> [u8; 24] {
-    let mut v = [0u8; 24];
-    v[..8].copy_from_slice(&u64::from(s).to_le_bytes());
-    v[8..16].copy_from_slice(&u64::from(i).to_le_bytes());
-    v[16..].copy_from_slice(&(u64::from(s) * 1_000_003 + u64::from(i)).to_le_bytes());
-    v
+/// The criterion filter, if one was given (the first argument that is not a flag).
+fn filter() -> Option<String> {
+    std::env::args().skip(1).find(|a| !a.starts_with('-'))
 }
 
-/// xorshift: deterministic query choice without a dependency.
-fn rng(state: &mut u64) -> u64 {
-    *state ^= *state << 13;
-    *state ^= *state >> 7;
-    *state ^= *state << 17;
-    *state
+fn wanted(filter: &Option<String>, id: &str) -> bool {
+    filter.as_ref().is_none_or(|f| id.contains(f.as_str()))
 }
 
 fn bench(c: &mut Criterion) {
-    let dir = match tempfile::tempdir() {
-        Ok(d) => d,
+    let o = match options() {
+        Ok(o) => o,
         Err(e) => {
-            eprintln!("ai_meta bench: no temporary directory: {e}");
-            return;
+            eprintln!("ai_meta bench: {e}");
+            std::process::exit(2);
         }
     };
-    let load = Tree::open(TreeConfig::new(dir.path()).cache_bytes(POOL_BYTES)).and_then(|t| {
-        t.bulk_load((0..SHARDS).flat_map(|s| (0..PER_SHARD).map(move |i| (key(s, i), value(s, i)))))
-    });
-    if let Err(e) = load {
-        eprintln!("ai_meta bench: load failed: {e}");
+    let mut results = match run::new_results(&o) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("ai_meta bench: {e}");
+            std::process::exit(2);
+        }
+    };
+    let filter = filter();
+    let failure: RefCell<Option<String>> = RefCell::new(None);
+    for planned in run::plan_datasets(&o) {
+        let ds = planned.meta.name.clone();
+        for &kind in &o.engines {
+            let engine = kind.name();
+            let plan: Vec<(Workload, Option<&'static str>)> = Workload::ALL
+                .into_iter()
+                .filter(|w| *w != Workload::BulkLoad && w.runs_on(&planned.data))
+                .flat_map(|w| {
+                    variants(w, engine, o.full_frame)
+                        .into_iter()
+                        .map(move |v| (w, v))
+                })
+                .filter(|(w, v)| {
+                    wanted(
+                        &filter,
+                        &format!(
+                            "{}/{engine}/{}{ds}",
+                            w.name(),
+                            v.map(|v| format!("{v}/")).unwrap_or_default()
+                        ),
+                    )
+                })
+                .collect();
+            if plan.is_empty() && !wanted(&filter, &format!("bulk_load/{engine}/{ds}")) {
+                continue;
+            }
+            let mut s = match Session::load(&o, kind, &planned, false, &NoProgress) {
+                Ok(Ok(s)) => s,
+                Ok(Err(why)) => {
+                    eprintln!("{engine} skipped: {why}");
+                    results.records.push(Record {
+                        status: Status::Skipped,
+                        note: Some(why),
+                        ..base_record("bulk_load", &ds, engine, None)
+                    });
+                    continue;
+                }
+                Err(e) => {
+                    eprintln!("ai_meta bench: {e}");
+                    std::process::exit(1);
+                }
+            };
+            results.records.push(s.load_record());
+            let native = s.engine.capabilities().native_longest_prefix;
+            for (w, v) in plan {
+                if v == Some("native") && !native {
+                    results.records.push(Record {
+                        status: Status::Unsupported,
+                        note: Some(format!("{engine} has no native longest-prefix lookup")),
+                        ..base_record(w.name(), &ds, engine, v)
+                    });
+                    continue;
+                }
+                let (warm, _) = run::counts(&o, w);
+                if let Err(e) = s.measure(w, v.unwrap_or(""), warm.min(200), 0, &NoProgress) {
+                    eprintln!("ai_meta bench: {e}");
+                    std::process::exit(1);
+                }
+                let id = match v {
+                    Some(v) => format!("{engine}/{v}"),
+                    None => engine.to_string(),
+                };
+                let mut group = c.benchmark_group(w.name());
+                group.bench_function(BenchmarkId::new(id, &ds), |b| {
+                    b.iter_custom(|iters| match s.time_iters(w, v.unwrap_or(""), iters) {
+                        Ok(d) => d,
+                        Err(e) => {
+                            failure.borrow_mut().get_or_insert(e.to_string());
+                            Duration::from_nanos(1)
+                        }
+                    })
+                });
+                group.finish();
+                if let Some(e) = failure.borrow().as_ref() {
+                    eprintln!("ai_meta bench: {e}");
+                    std::process::exit(1);
+                }
+            }
+            results.records.extend(s.records());
+            drop(s);
+            if kind == EngineKind::Aimeta
+                && o.full_frame
+                && wanted(&filter, &format!("manifest_scan/aimeta/full_frame/{ds}"))
+                && matches!(planned.data, run::Data::Manifest(_))
+            {
+                if let Ok(Ok(mut ff)) = Session::load(&o, kind, &planned, true, &NoProgress) {
+                    let mut group = c.benchmark_group("manifest_scan");
+                    group.bench_function(BenchmarkId::new("aimeta/full_frame", &ds), |b| {
+                        b.iter_custom(|iters| {
+                            ff.time_iters(Workload::ManifestScan, "full_frame", iters)
+                                .unwrap_or(Duration::from_nanos(1))
+                        })
+                    });
+                    group.finish();
+                    results.records.extend(ff.records());
+                }
+            }
+        }
+        results.datasets.push(planned.meta);
+    }
+    if results.records.iter().all(|r| r.status != Status::Ok) {
+        eprintln!("ai_meta bench: nothing measured (filter {filter:?}); no results written");
         return;
     }
-    let mut group = c.benchmark_group("engine_manifest_2x_pool");
-    for (name, mode) in [("paged", ScanIo::Paged), ("full_frame", ScanIo::FullFrame)] {
-        let tree = match Tree::open(
-            TreeConfig::new(dir.path())
-                .cache_bytes(POOL_BYTES)
-                .scan_io(mode),
-        ) {
-            Ok(t) => t,
-            Err(e) => {
-                eprintln!("ai_meta bench: open failed: {e}");
-                return;
-            }
-        };
-        group.bench_function(format!("manifest_scan/{name}"), |b| {
-            let mut state = 0x5EED;
-            b.iter_custom(|iters| {
-                let mut total = Duration::ZERO;
-                for _ in 0..iters {
-                    let s = (rng(&mut state) % u64::from(SHARDS)) as u32;
-                    let prefix = format!("ds/laion/shard-{s:05}/");
-                    let start = Instant::now();
-                    let mut scan = tree.range().prefix(prefix.as_bytes()).limit(100).iter();
-                    let mut n = 0;
-                    while let Ok(Some(_)) = scan.next_entry() {
-                        n += 1;
-                    }
-                    total += start.elapsed();
-                    assert_eq!(n, 100);
-                }
-                total
-            })
-        });
-        group.bench_function(format!("manifest_get/{name}"), |b| {
-            let mut state = 0xBEEF;
-            b.iter_custom(|iters| {
-                let mut total = Duration::ZERO;
-                for _ in 0..iters {
-                    let r = rng(&mut state);
-                    let k = key(
-                        (r % u64::from(SHARDS)) as u32,
-                        ((r >> 20) % u64::from(PER_SHARD)) as u32,
-                    );
-                    let start = Instant::now();
-                    let hit = tree.get_with(&k, |v| v.len());
-                    total += start.elapsed();
-                    assert!(matches!(hit, Ok(Some(24))));
-                }
-                total
-            })
-        });
+    let out = std::env::var_os("AI_META_OUT").map_or_else(
+        || PathBuf::from(format!("target/ai_meta/results-{}.json", o.scale.name)),
+        PathBuf::from,
+    );
+    match results.save(&out) {
+        Ok(()) => println!("ai_meta results written to {}", out.display()),
+        Err(e) => {
+            eprintln!("ai_meta bench: {e}");
+            std::process::exit(1);
+        }
     }
-    group.finish();
 }
 
 criterion_group! {
     name = benches;
-    config = Criterion::default().sample_size(20).measurement_time(Duration::from_secs(3)).warm_up_time(Duration::from_secs(1));
+    config = Criterion::default().sample_size(10).measurement_time(Duration::from_secs(2)).warm_up_time(Duration::from_millis(500));
     targets = bench
 }
 criterion_main!(benches);

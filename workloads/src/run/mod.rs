@@ -299,12 +299,26 @@ pub fn plan_datasets(o: &RunOptions) -> Vec<Planned> {
 
 /// Runs everything `o` asks for and returns the results (not yet written anywhere).
 pub fn run(o: &RunOptions, progress: &dyn Progress) -> Result<Results, RunError> {
+    let mut results = new_results(o)?;
+    for planned in plan_datasets(o) {
+        for &kind in &o.engines {
+            let recs = run_engine(o, kind, &planned, progress)?;
+            results.records.extend(recs);
+        }
+        results.datasets.push(planned.meta);
+    }
+    Ok(results)
+}
+
+/// A results file with this run's provenance and settings and no records yet; creates
+/// the work directory.
+pub fn new_results(o: &RunOptions) -> Result<Results, RunError> {
     std::fs::create_dir_all(&o.work_dir).map_err(|source| RunError::WorkDir {
         path: o.work_dir.clone(),
         source,
     })?;
     let (machine, cores, memory_bytes) = sys::machine();
-    let mut results = Results {
+    Ok(Results {
         schema_version: SCHEMA_VERSION,
         provenance: Provenance {
             machine: format!("{machine}, {cores} cores, {} GiB", memory_bytes >> 30),
@@ -328,15 +342,7 @@ pub fn run(o: &RunOptions, progress: &dyn Progress) -> Result<Results, RunError>
         },
         datasets: Vec::new(),
         records: Vec::new(),
-    };
-    for planned in plan_datasets(o) {
-        for &kind in &o.engines {
-            let recs = run_engine(o, kind, &planned, progress)?;
-            results.records.extend(recs);
-        }
-        results.datasets.push(planned.meta);
-    }
-    Ok(results)
+    })
 }
 
 /// Loads one data set into one engine and runs every workload of its family.
