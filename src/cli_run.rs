@@ -158,6 +158,10 @@ fn check_writable(path: &std::path::Path) -> Result<(), String> {
     Ok(())
 }
 
+fn is_pg_start_failure(e: &RunError) -> bool {
+    matches!(e, RunError::Engine { source, .. } if matches!(**source, aimeta_adapters::Error::PostgresCluster { .. }))
+}
+
 /// `ai-meta run`.
 pub fn run(args: RunArgs) -> ExitCode {
     let opts = match parse(&args) {
@@ -175,6 +179,7 @@ pub fn run(args: RunArgs) -> ExitCode {
         Err(
             e @ (RunError::UnknownName { .. } | RunError::Cgroup { .. } | RunError::WorkDir { .. }),
         ) => return usage_error(e),
+        Err(e) if is_pg_start_failure(&e) => return usage_error(e),
         Err(e) => {
             eprintln!("ai-meta run: {e}");
             return ExitCode::FAILURE;

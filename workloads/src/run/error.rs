@@ -27,7 +27,7 @@ pub enum RunError {
         step: String,
         /// The adapter's error.
         #[source]
-        source: aimeta_adapters::Error,
+        source: Box<aimeta_adapters::Error>,
     },
     /// An engine returned a wrong answer: the measurement would be meaningless.
     #[error("{engine} gave a wrong answer in {workload}: {detail}")]

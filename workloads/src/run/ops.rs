@@ -20,7 +20,7 @@ fn engine_err(
         engine,
         dataset,
         step,
-        source,
+        source: Box::new(source),
     }
 }
 

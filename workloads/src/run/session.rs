@@ -139,7 +139,7 @@ impl Session {
                 engine,
                 dataset,
                 step,
-                source,
+                source: Box::new(source),
             }
         };
         let engine = match open_engine(o, kind, &dir, ds.data_bytes, full_frame) {
