@@ -48,6 +48,60 @@ pub(crate) trait OrderedRead {
     ) -> Result<()>;
 }
 
+/// The read operations that an adapter without native longest-prefix lookup or delimiter
+/// listing answers through the shared emulations, written once for every such adapter:
+/// `emulated_reads!(scans)` gives `scan_prefix`, `scan_range`, `list_delimited` and
+/// `longest_prefix`; `emulated_reads!(scans, count)` adds `count_range`.
+macro_rules! emulated_reads {
+    (scans) => {
+        fn scan_prefix(
+            &self,
+            prefix: &[u8],
+            limit: usize,
+            visit: &mut dyn FnMut(&[u8], &[u8]),
+        ) -> $crate::error::Result<usize> {
+            $crate::emul::scan_prefix(self, prefix, limit, visit)
+        }
+
+        fn scan_range(
+            &self,
+            start_inclusive: &[u8],
+            limit: usize,
+            visit: &mut dyn FnMut(&[u8], &[u8]),
+        ) -> $crate::error::Result<usize> {
+            $crate::emul::scan_range(self, start_inclusive, limit, visit)
+        }
+
+        fn list_delimited(
+            &self,
+            prefix: &[u8],
+            start_after: Option<&[u8]>,
+            delimiter: u8,
+            limit: usize,
+            visit: &mut dyn FnMut($crate::api::ListItem<'_>),
+        ) -> $crate::error::Result<usize> {
+            $crate::emul::list_delimited(self, prefix, start_after, delimiter, limit, visit)
+        }
+
+        fn longest_prefix(
+            &self,
+            query: &[u8],
+            method: $crate::api::LpmMethod,
+            out: &mut Vec<u8>,
+        ) -> $crate::error::Result<Option<usize>> {
+            $crate::emul::longest_prefix(self, query, method, out)
+        }
+    };
+    (scans, count) => {
+        $crate::emul::emulated_reads!(scans);
+
+        fn count_range(&self, start_inclusive: &[u8], end_exclusive: &[u8]) -> $crate::error::Result<u64> {
+            $crate::emul::count_range(self, start_inclusive, end_exclusive)
+        }
+    };
+}
+pub(crate) use emulated_reads;
+
 /// The smallest byte string greater than every string starting with `prefix`, or `None` when
 /// there is none (`prefix` empty or all 0xFF), in which case a scan runs to the end.
 pub fn prefix_successor(prefix: &[u8]) -> Option<Vec<u8>> {

@@ -10,7 +10,7 @@
 //! no-sync flags and resizing the map `unsafe`. Each call site states why it is sound.
 
 use crate::api::{
-    Capabilities, CasOutcome, Durability, KvEngine, KvPair, ListItem, LpmMethod, OpenOptions,
+    Capabilities, CasOutcome, Durability, KvEngine, KvPair, OpenOptions,
 };
 use crate::emul::{self, OrderedRead, SortedCheck};
 use crate::error::{Error, Result};
@@ -317,47 +317,7 @@ impl KvEngine for LmdbEngine {
         })
     }
 
-    fn scan_prefix(
-        &self,
-        prefix: &[u8],
-        limit: usize,
-        visit: &mut dyn FnMut(&[u8], &[u8]),
-    ) -> Result<usize> {
-        emul::scan_prefix(self, prefix, limit, visit)
-    }
-
-    fn scan_range(
-        &self,
-        start_inclusive: &[u8],
-        limit: usize,
-        visit: &mut dyn FnMut(&[u8], &[u8]),
-    ) -> Result<usize> {
-        emul::scan_range(self, start_inclusive, limit, visit)
-    }
-
-    fn list_delimited(
-        &self,
-        prefix: &[u8],
-        start_after: Option<&[u8]>,
-        delimiter: u8,
-        limit: usize,
-        visit: &mut dyn FnMut(ListItem<'_>),
-    ) -> Result<usize> {
-        emul::list_delimited(self, prefix, start_after, delimiter, limit, visit)
-    }
-
-    fn longest_prefix(
-        &self,
-        query: &[u8],
-        method: LpmMethod,
-        out: &mut Vec<u8>,
-    ) -> Result<Option<usize>> {
-        emul::longest_prefix(self, query, method, out)
-    }
-
-    fn count_range(&self, start_inclusive: &[u8], end_exclusive: &[u8]) -> Result<u64> {
-        emul::count_range(self, start_inclusive, end_exclusive)
-    }
+    crate::emul::emulated_reads!(scans, count);
 
     /// `mdb_env_sync(force = 1)`: flushes whatever the no-sync modes left in the OS cache.
     fn checkpoint(&self) -> Result<()> {

@@ -15,7 +15,7 @@
 mod cluster;
 
 use crate::api::{
-    Capabilities, CasOutcome, Durability, KvEngine, KvPair, ListItem, LpmMethod, OpenOptions,
+    Capabilities, CasOutcome, Durability, KvEngine, KvPair, OpenOptions,
 };
 use crate::emul::{self, OrderedRead, SortedCheck};
 use crate::error::{Error, Result};
@@ -377,43 +377,7 @@ impl KvEngine for PgEngine {
         Ok(CasOutcome::Conflict { current })
     }
 
-    fn scan_prefix(
-        &self,
-        prefix: &[u8],
-        limit: usize,
-        visit: &mut dyn FnMut(&[u8], &[u8]),
-    ) -> Result<usize> {
-        emul::scan_prefix(self, prefix, limit, visit)
-    }
-
-    fn scan_range(
-        &self,
-        start_inclusive: &[u8],
-        limit: usize,
-        visit: &mut dyn FnMut(&[u8], &[u8]),
-    ) -> Result<usize> {
-        emul::scan_range(self, start_inclusive, limit, visit)
-    }
-
-    fn list_delimited(
-        &self,
-        prefix: &[u8],
-        start_after: Option<&[u8]>,
-        delimiter: u8,
-        limit: usize,
-        visit: &mut dyn FnMut(ListItem<'_>),
-    ) -> Result<usize> {
-        emul::list_delimited(self, prefix, start_after, delimiter, limit, visit)
-    }
-
-    fn longest_prefix(
-        &self,
-        query: &[u8],
-        method: LpmMethod,
-        out: &mut Vec<u8>,
-    ) -> Result<Option<usize>> {
-        emul::longest_prefix(self, query, method, out)
-    }
+    crate::emul::emulated_reads!(scans);
 
     fn count_range(&self, start_inclusive: &[u8], end_exclusive: &[u8]) -> Result<u64> {
         if start_inclusive >= end_exclusive {

@@ -8,7 +8,7 @@
 //! adapter except `bulk_load` (which is not meant to run concurrently with other writes).
 
 use crate::api::{
-    Capabilities, CasOutcome, Durability, IoCounters, KvEngine, KvPair, ListItem, LpmMethod,
+    Capabilities, CasOutcome, Durability, IoCounters, KvEngine, KvPair,
     OpenOptions,
 };
 use crate::emul::{self, OrderedRead, SortedCheck};
@@ -282,47 +282,7 @@ impl KvEngine for RocksEngine {
         Ok(CasOutcome::Ok)
     }
 
-    fn scan_prefix(
-        &self,
-        prefix: &[u8],
-        limit: usize,
-        visit: &mut dyn FnMut(&[u8], &[u8]),
-    ) -> Result<usize> {
-        emul::scan_prefix(self, prefix, limit, visit)
-    }
-
-    fn scan_range(
-        &self,
-        start_inclusive: &[u8],
-        limit: usize,
-        visit: &mut dyn FnMut(&[u8], &[u8]),
-    ) -> Result<usize> {
-        emul::scan_range(self, start_inclusive, limit, visit)
-    }
-
-    fn list_delimited(
-        &self,
-        prefix: &[u8],
-        start_after: Option<&[u8]>,
-        delimiter: u8,
-        limit: usize,
-        visit: &mut dyn FnMut(ListItem<'_>),
-    ) -> Result<usize> {
-        emul::list_delimited(self, prefix, start_after, delimiter, limit, visit)
-    }
-
-    fn longest_prefix(
-        &self,
-        query: &[u8],
-        method: LpmMethod,
-        out: &mut Vec<u8>,
-    ) -> Result<Option<usize>> {
-        emul::longest_prefix(self, query, method, out)
-    }
-
-    fn count_range(&self, start_inclusive: &[u8], end_exclusive: &[u8]) -> Result<u64> {
-        emul::count_range(self, start_inclusive, end_exclusive)
-    }
+    crate::emul::emulated_reads!(scans, count);
 
     /// Flushes the memtable to an SST file and waits until background compactions finish.
     fn checkpoint(&self) -> Result<()> {
