@@ -95,7 +95,11 @@ macro_rules! emulated_reads {
     (scans, count) => {
         $crate::emul::emulated_reads!(scans);
 
-        fn count_range(&self, start_inclusive: &[u8], end_exclusive: &[u8]) -> $crate::error::Result<u64> {
+        fn count_range(
+            &self,
+            start_inclusive: &[u8],
+            end_exclusive: &[u8],
+        ) -> $crate::error::Result<u64> {
             $crate::emul::count_range(self, start_inclusive, end_exclusive)
         }
     };

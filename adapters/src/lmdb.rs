@@ -9,9 +9,7 @@
 //! This is the one module that needs `unsafe`: heed marks opening an environment, setting the
 //! no-sync flags and resizing the map `unsafe`. Each call site states why it is sound.
 
-use crate::api::{
-    Capabilities, CasOutcome, Durability, KvEngine, KvPair, OpenOptions,
-};
+use crate::api::{Capabilities, CasOutcome, Durability, KvEngine, KvPair, OpenOptions};
 use crate::emul::{self, OrderedRead, SortedCheck};
 use crate::error::{Error, Result};
 use heed::types::Bytes;

@@ -14,9 +14,7 @@
 
 mod cluster;
 
-use crate::api::{
-    Capabilities, CasOutcome, Durability, KvEngine, KvPair, OpenOptions,
-};
+use crate::api::{Capabilities, CasOutcome, Durability, KvEngine, KvPair, OpenOptions};
 use crate::emul::{self, OrderedRead, SortedCheck};
 use crate::error::{Error, Result};
 use cluster::PgCluster;

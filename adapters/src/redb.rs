@@ -5,9 +5,7 @@
 //! to `Builder::set_cache_size`. redb allows one write transaction at a time, so
 //! `compare_and_swap` is atomic as a read, compare and write inside one write transaction.
 
-use crate::api::{
-    Capabilities, CasOutcome, Durability, KvEngine, KvPair, OpenOptions,
-};
+use crate::api::{Capabilities, CasOutcome, Durability, KvEngine, KvPair, OpenOptions};
 use crate::emul::{self, OrderedRead, SortedCheck};
 use crate::error::{Error, Result};
 use ::redb::{Builder, Database, ReadOnlyTable, ReadableTable, TableDefinition, WriteTransaction};

@@ -7,10 +7,7 @@
 //! that `put` and `delete` also take, so it is atomic against every write made through this
 //! adapter except `bulk_load` (which is not meant to run concurrently with other writes).
 
-use crate::api::{
-    Capabilities, CasOutcome, Durability, IoCounters, KvEngine, KvPair,
-    OpenOptions,
-};
+use crate::api::{Capabilities, CasOutcome, Durability, IoCounters, KvEngine, KvPair, OpenOptions};
 use crate::emul::{self, OrderedRead, SortedCheck};
 use crate::error::{Error, Result};
 use ::rocksdb::statistics::{StatsLevel, Ticker};

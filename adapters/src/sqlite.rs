@@ -13,9 +13,7 @@
 //! under N concurrent readers SQLite's cache can reach (N + 1) x budget. `compare_and_swap` is a
 //! `BEGIN IMMEDIATE` transaction on the writer connection.
 
-use crate::api::{
-    Capabilities, CasOutcome, Durability, KvEngine, KvPair, OpenOptions,
-};
+use crate::api::{Capabilities, CasOutcome, Durability, KvEngine, KvPair, OpenOptions};
 use crate::emul::{self, OrderedRead, SortedCheck};
 use crate::error::{Error, Result};
 use rusqlite::{params, Connection, OpenFlags, Statement, TransactionBehavior};

@@ -99,15 +99,15 @@ pub(crate) fn is_bug_repro(variant: Option<&str>) -> bool {
 /// A short description of a workload, for chart titles and table headings.
 pub(crate) fn workload_description(workload: &str) -> Option<&'static str> {
     Some(match workload {
-        "manifest_scan" => "scan a whole manifest",
+        "manifest_scan" => "100 entries of a shard, with values",
         "manifest_get" => "get one manifest entry",
-        "manifest_list" => "list a directory of a manifest",
+        "manifest_list" => "list 20 shard prefixes at '/'",
         "manifest_range100" => "read a range of 100 entries",
         "manifest_count8000" => "count 8,000 entries",
         "manifest_get_par8" => "gets from 8 threads at once",
         "manifest_cas" => "compare-and-swap one entry",
-        "kvchain_lpm" => "longest-prefix lookup in a key-value chain",
-        "chain_walk500" => "walk 500 links of a chain",
+        "kvchain_lpm" => "longest stored prefix of a KV-cache chain query",
+        "chain_walk500" => "500 dependent gets along a chain graph",
         "bulk_load" => "load a data set (time per key)",
         _ => return None,
     })
