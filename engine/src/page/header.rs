@@ -145,6 +145,28 @@ pub fn verify(buf: &[u8], id: PageId, file: &Path) -> Result<PageHeader, PageErr
     })
 }
 
+/// Compares `prefix ++ suffix` with `q` without building the key.
+#[inline]
+pub fn cmp_prefixed(prefix: &[u8], suffix: &[u8], q: &[u8]) -> std::cmp::Ordering {
+    match query_rest(prefix, q) {
+        Ok(rest) => suffix.cmp(rest),
+        Err(o) => o.reverse(),
+    }
+}
+
+/// Where `q` stands against every key that starts with `prefix`: `Ok(rest)` when `q`
+/// starts with `prefix` too (compare `rest` with the keys' suffixes), else `Err(Less)`
+/// when `q` is below all of them and `Err(Greater)` when above.
+#[inline]
+pub fn query_rest<'q>(prefix: &[u8], q: &'q [u8]) -> Result<&'q [u8], std::cmp::Ordering> {
+    let m = prefix.len().min(q.len());
+    match q[..m].cmp(&prefix[..m]) {
+        std::cmp::Ordering::Equal if q.len() < prefix.len() => Err(std::cmp::Ordering::Less),
+        std::cmp::Ordering::Equal => Ok(&q[prefix.len()..]),
+        other => Err(other),
+    }
+}
+
 /// Length of the longest common prefix of two byte strings.
 #[inline]
 pub fn lcp(a: &[u8], b: &[u8]) -> usize {

@@ -17,7 +17,9 @@
 use std::cmp::Ordering;
 use std::mem::size_of;
 
-use super::header::{lcp, read_u16, read_u64, write_u16, write_u64, COUNT_AT};
+use super::header::{
+    cmp_prefixed, lcp, query_rest, read_u16, read_u64, write_u16, write_u64, COUNT_AT,
+};
 use super::{PageHeader, PageId, PageKind, HEADER_LEN};
 
 const PREFIX_LEN_AT: usize = HEADER_LEN;
@@ -106,13 +108,7 @@ impl<'a> InnerView<'a> {
     /// Compares separator `i` (1..n) with `q`.
     #[inline]
     pub fn cmp_sep(&self, i: usize, q: &[u8]) -> Ordering {
-        let p = self.prefix();
-        let m = p.len().min(q.len());
-        match p[..m].cmp(&q[..m]) {
-            Ordering::Equal if q.len() < p.len() => Ordering::Greater,
-            Ordering::Equal => self.sep_suffix(i).cmp(&q[p.len()..]),
-            other => other,
-        }
+        cmp_prefixed(self.prefix(), self.sep_suffix(i), q)
     }
 
     /// The child whose key range holds `q`: the last `i` with `sep_i <= q`, or 0.
@@ -121,15 +117,11 @@ impl<'a> InnerView<'a> {
         if self.n <= 1 {
             return 0;
         }
-        let p = self.prefix();
-        let m = p.len().min(q.len());
-        match q[..m].cmp(&p[..m]) {
-            Ordering::Less => return 0,
-            Ordering::Greater => return self.n - 1,
-            Ordering::Equal if q.len() < p.len() => return 0,
-            Ordering::Equal => {}
-        }
-        let qs = &q[p.len()..];
+        let qs = match query_rest(self.prefix(), q) {
+            Ok(rest) => rest,
+            Err(Ordering::Less) => return 0,
+            Err(_) => return self.n - 1,
+        };
         let (mut lo, mut hi) = (1usize, self.n);
         while lo < hi {
             let mid = lo + (hi - lo) / 2;

@@ -17,7 +17,9 @@
 use std::cmp::Ordering;
 use std::mem::size_of;
 
-use super::header::{lcp, read_u16, read_u32, read_u64, write_u16, write_u32, write_u64};
+use super::header::{
+    cmp_prefixed, lcp, query_rest, read_u16, read_u32, read_u64, write_u16, write_u32, write_u64,
+};
 use super::{PageHeader, PageId, PageKind, HEADER_LEN};
 
 /// Offset of the prefix length.
@@ -123,27 +125,17 @@ impl<'a> LeafView<'a> {
     /// Compares key `i` with `q`.
     #[inline]
     pub fn cmp_key(&self, i: usize, q: &[u8]) -> Ordering {
-        let p = self.prefix();
-        let m = p.len().min(q.len());
-        match p[..m].cmp(&q[..m]) {
-            Ordering::Equal if q.len() < p.len() => Ordering::Greater,
-            Ordering::Equal => self.suffix(i).cmp(&q[p.len()..]),
-            other => other,
-        }
+        cmp_prefixed(self.prefix(), self.suffix(i), q)
     }
 
     /// Finds `q`: `Ok(i)` when key `i` equals it, else `Err(i)` where it would be inserted.
     #[inline]
     pub fn search(&self, q: &[u8]) -> Result<usize, usize> {
-        let p = self.prefix();
-        let m = p.len().min(q.len());
-        match q[..m].cmp(&p[..m]) {
-            Ordering::Less => return Err(0),
-            Ordering::Greater => return Err(self.n),
-            Ordering::Equal if q.len() < p.len() => return Err(0),
-            Ordering::Equal => {}
-        }
-        let qs = &q[p.len()..];
+        let qs = match query_rest(self.prefix(), q) {
+            Ok(rest) => rest,
+            Err(Ordering::Less) => return Err(0),
+            Err(_) => return Err(self.n),
+        };
         let (mut lo, mut hi) = (0usize, self.n);
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
