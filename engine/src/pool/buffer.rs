@@ -205,27 +205,60 @@ impl BufferPool {
         self.counters.add(Counter::BytesRead, buf.len() as u64);
         self.counters
             .add(Counter::PagesRead, self.geo.pages_per_frame());
+        // The peer engine caches what it read as one 512 KiB unit: the frame's pages enter
+        // the table together and leave together, first in first out.
         let mut wanted = None;
+        let mut added = 0usize;
         for (j, chunk) in buf.chunks_exact(ps).enumerate() {
             let pid = start + j as u64;
-            if pid < 2 {
+            if pid < 2 || self.table.contains(pid) {
                 continue;
             }
+            let page = match self.load_image(pid, chunk.into()) {
+                Ok(p) => p,
+                Err(e) if pid == id => return Err(e),
+                Err(_) => continue,
+            };
+            if pid != id && !matches!(page.kind(), PageKind::Leaf | PageKind::Inner) {
+                continue;
+            }
+            page.frame_unit.store(true, Ordering::Relaxed);
+            let (p, inserted) = self.table.insert_if_absent(Arc::new(page));
+            added += usize::from(inserted);
             if pid == id {
-                let page = self.load_image(pid, chunk.into())?;
-                wanted = Some(self.admit(page).0);
-            } else if !self.table.contains(pid) {
-                if let Ok(page) = self.load_image(pid, chunk.into()) {
-                    if matches!(page.kind(), PageKind::Leaf | PageKind::Inner) {
-                        self.admit(page);
-                    }
-                }
+                wanted = Some(p);
             }
         }
-        match wanted {
+        {
+            let mut ev = lock(&self.evictor);
+            ev.resident += added;
+            ev.frames.push_back((start, self.geo.pages_per_frame()));
+            self.evict_locked(&mut ev);
+        }
+        match wanted.or_else(|| self.table.get(id)) {
             Some(p) => Ok(p),
             None => self.read_page(id),
         }
+    }
+
+    /// Evicts the oldest frame cached whole; false when there is none.
+    fn evict_frame(&self, ev: &mut Evictor) -> bool {
+        let Some((start, n)) = ev.frames.pop_front() else {
+            return false;
+        };
+        for pid in start..start + n {
+            if let Some(p) = self.table.get(pid) {
+                if p.frame_unit.load(Ordering::Relaxed)
+                    && !p.is_dirty()
+                    && !p.pinned.load(Ordering::Relaxed)
+                    && self.table.remove_if(pid, p.gen())
+                {
+                    ev.resident -= 1;
+                    self.counters.add(Counter::Evictions, 1);
+                }
+            }
+        }
+        true
     }
 
     /// Reads `n` adjacent pages from `first` in one request and caches those not yet
@@ -327,6 +360,7 @@ impl BufferPool {
     }
 
     fn evict_locked(&self, ev: &mut Evictor) {
+        while ev.over_budget() && self.evict_frame(ev) {}
         let mut guard = ev.queued() * 8 + 16;
         while ev.over_budget() && guard > 0 {
             guard -= 1;

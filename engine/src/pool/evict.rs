@@ -33,6 +33,9 @@ pub struct Evictor {
     main: VecDeque<(PageId, u64)>,
     ghost: VecDeque<PageId>,
     ghost_set: HashSet<PageId>,
+    /// Frames cached whole by the full-frame reproduction mode, oldest first: (first
+    /// page, pages). They are evicted first-in first-out, a whole frame at a time.
+    pub frames: VecDeque<(PageId, u64)>,
     /// Pages in the table.
     pub resident: usize,
 }
@@ -47,6 +50,7 @@ impl Evictor {
             main: VecDeque::new(),
             ghost: VecDeque::new(),
             ghost_set: HashSet::new(),
+            frames: VecDeque::new(),
             resident: 0,
         }
     }

@@ -21,6 +21,8 @@ pub struct Page {
     pub(crate) freq: AtomicU8,
     pub(crate) dirty: AtomicBool,
     pub(crate) pinned: AtomicBool,
+    /// Cached as part of a whole frame (full-frame reproduction mode): evicted with it.
+    pub(crate) frame_unit: AtomicBool,
 }
 
 impl Page {
@@ -42,6 +44,7 @@ impl Page {
             freq: AtomicU8::new(0),
             dirty: AtomicBool::new(dirty),
             pinned: AtomicBool::new(false),
+            frame_unit: AtomicBool::new(false),
         }
     }
 
