@@ -7,10 +7,10 @@ use super::split::shortest_separator;
 use super::{MAX_KEY_LEN, MAX_VALUE_LEN};
 use crate::error::{Error, Result};
 use crate::frame::Allocator;
+use crate::page::encode_overflow_run;
 use crate::page::{
-    lcp, overflow_pages_for, overflow_payload_per_page, seal, InnerNode, LeafEntry, LeafNode,
-    PageHeader, PageId, PageKind, Value, HEADER_LEN, INNER_CELL_FIXED, INNER_FIXED,
-    LEAF_CELL_FIXED, LEAF_FIXED,
+    lcp, overflow_pages_for, seal, InnerNode, LeafEntry, LeafNode, PageId, Value, INNER_CELL_FIXED,
+    INNER_FIXED, LEAF_CELL_FIXED, LEAF_FIXED,
 };
 use crate::pool::BufferPool;
 
@@ -268,24 +268,8 @@ fn build_inner_level(
 /// Writes a large value to a run of overflow pages at the end of the file.
 fn write_overflow(pool: &BufferPool, alloc: &mut Allocator, seq: u64, v: &[u8]) -> Result<Value> {
     let ps = pool.geometry().page_bytes();
-    let n = overflow_pages_for(v.len(), ps);
-    let first = alloc.alloc_at_end(n as u64);
-    let per = overflow_payload_per_page(ps);
-    let mut buf = vec![0u8; n * ps];
-    for (j, page) in buf.chunks_exact_mut(ps).enumerate() {
-        PageHeader {
-            kind: PageKind::Overflow,
-            count: 0,
-            id: first + j as u64,
-            txn: seq,
-            aux: v.len() as u64,
-        }
-        .write(page);
-        let slice = &v[(j * per).min(v.len())..((j + 1) * per).min(v.len())];
-        page[HEADER_LEN..HEADER_LEN + slice.len()].copy_from_slice(slice);
-        seal(page);
-    }
-    pool.write_run(first, &buf)?;
+    let first = alloc.alloc_at_end(overflow_pages_for(v.len(), ps) as u64);
+    pool.write_run(first, &encode_overflow_run(v, first, seq, ps))?;
     Ok(Value::Overflow {
         first,
         len: v.len() as u32,

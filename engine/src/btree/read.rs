@@ -5,10 +5,8 @@ use std::sync::Arc;
 
 use super::Version;
 use crate::error::Result;
-use crate::page::{
-    overflow_pages_for, overflow_payload_per_page, PageError, PageHeader, PageId, PageKind,
-    ValueCell,
-};
+use crate::page::decode_overflow_run;
+use crate::page::{overflow_pages_for, PageError, PageId, PageKind, ValueCell};
 use crate::pool::{Access, BufferPool, Page};
 
 /// Fetches child `idx` of inner page `parent`, checking that it has the kind its level
@@ -105,26 +103,16 @@ pub fn read_value(pool: &BufferPool, cell: ValueCell<'_>, out: &mut Vec<u8>) -> 
         ValueCell::Inline(bytes) => out.extend_from_slice(bytes),
         ValueCell::Overflow { first, len } => {
             let ps = pool.geometry().page_bytes();
-            let n = overflow_pages_for(len as usize, ps);
-            let run = pool.read_run(first, n, PageKind::Overflow)?;
-            let per = overflow_payload_per_page(ps);
-            let mut left = len as usize;
-            for chunk in run.chunks_exact(ps) {
-                let take = left.min(per);
-                let h = PageHeader::read(chunk);
-                if h.map(|h| h.aux) != Some(u64::from(len)) {
-                    return Err(PageError::Malformed {
-                        file: pool.path().to_path_buf(),
-                        page: h.map_or(first, |h| h.id),
-                        reason: format!("overflow page does not belong to a value of {len} bytes"),
-                    }
-                    .into());
-                }
-                out.extend_from_slice(
-                    &chunk[crate::page::HEADER_LEN..crate::page::HEADER_LEN + take],
-                );
-                left -= take;
-            }
+            let run = pool.read_run(
+                first,
+                overflow_pages_for(len as usize, ps),
+                PageKind::Overflow,
+            )?;
+            decode_overflow_run(&run, len, ps, out).map_err(|page| PageError::Malformed {
+                file: pool.path().to_path_buf(),
+                page,
+                reason: format!("overflow page does not belong to a value of {len} bytes"),
+            })?;
         }
     }
     Ok(())

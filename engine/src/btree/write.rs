@@ -11,10 +11,10 @@ use super::read::{expect_kind, read_value};
 use super::split::{cut_points, shortest_separator};
 use crate::error::{Error, Result};
 use crate::frame::Allocator;
+use crate::page::{decode_overflow_run, encode_overflow_run};
 use crate::page::{
-    overflow_pages_for, overflow_payload_per_page, seal, InnerNode, InnerView, LeafEntry, LeafNode,
-    LeafView, PageHeader, PageId, PageKind, Value, ValueCell, HEADER_LEN, INNER_FIXED,
-    LEAF_CELL_FIXED, LEAF_FIXED,
+    overflow_pages_for, InnerNode, InnerView, LeafEntry, LeafNode, LeafView, PageHeader, PageId,
+    Value, ValueCell, INNER_FIXED, LEAF_CELL_FIXED, LEAF_FIXED,
 };
 use crate::pool::{Access, BufferPool, Page};
 
@@ -211,25 +211,10 @@ impl<'a> WriteTxn<'a> {
         if self.inline_ok(key, v) {
             return Value::Inline(v.to_vec());
         }
-        let ps = self.ps;
-        let n = overflow_pages_for(v.len(), ps);
+        let n = overflow_pages_for(v.len(), self.ps);
         let first = self.alloc.alloc(n as u64);
         self.runs.insert(first, n as u64);
-        let per = overflow_payload_per_page(ps);
-        let mut buf = vec![0u8; n * ps];
-        for (j, page) in buf.chunks_exact_mut(ps).enumerate() {
-            PageHeader {
-                kind: PageKind::Overflow,
-                count: 0,
-                id: first + j as u64,
-                txn: self.seq,
-                aux: v.len() as u64,
-            }
-            .write(page);
-            let slice = &v[(j * per).min(v.len())..((j + 1) * per).min(v.len())];
-            page[HEADER_LEN..HEADER_LEN + slice.len()].copy_from_slice(slice);
-            seal(page);
-        }
+        let buf = encode_overflow_run(v, first, self.seq, self.ps);
         self.overflow.insert(first, buf);
         Value::Overflow {
             first,
@@ -268,14 +253,8 @@ impl<'a> WriteTxn<'a> {
         let mut out = Vec::new();
         match view.value(i) {
             ValueCell::Overflow { first, len } if self.overflow.contains_key(&first) => {
-                let per = overflow_payload_per_page(self.ps);
-                let buf = &self.overflow[&first];
-                let mut left = len as usize;
-                for page in buf.chunks_exact(self.ps) {
-                    let take = left.min(per);
-                    out.extend_from_slice(&page[HEADER_LEN..HEADER_LEN + take]);
-                    left -= take;
-                }
+                // This transaction encoded the run itself: it always decodes.
+                let _ = decode_overflow_run(&self.overflow[&first], len, self.ps, &mut out);
             }
             cell => read_value(self.pool, cell, &mut out)?,
         }

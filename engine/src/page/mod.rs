@@ -21,4 +21,6 @@ pub use header::{
 pub use inner::{InnerNode, InnerView, INNER_CELL_FIXED, INNER_FIXED};
 pub use leaf::{LeafEntry, LeafNode, LeafView, Value, ValueCell, LEAF_CELL_FIXED, LEAF_FIXED};
 pub use meta::{MetaReject, Superblock, FORMAT_VERSION, MAGIC, META_LEN};
-pub use overflow::{overflow_pages_for, overflow_payload_per_page};
+pub use overflow::{
+    decode_overflow_run, encode_overflow_run, overflow_pages_for, overflow_payload_per_page,
+};
