@@ -68,14 +68,6 @@ fn check_value(value: &[u8]) -> Result<()> {
     Ok(())
 }
 
-fn to_owned_bound<K: AsRef<[u8]>>(b: Bound<&K>) -> Bound<Vec<u8>> {
-    match b {
-        Bound::Included(k) => Bound::Included(k.as_ref().to_vec()),
-        Bound::Excluded(k) => Bound::Excluded(k.as_ref().to_vec()),
-        Bound::Unbounded => Bound::Unbounded,
-    }
-}
-
 impl Tree {
     /// Opens the tree in `config`'s directory, creating it when the directory is new or
     /// empty.
@@ -183,10 +175,7 @@ impl Tree {
 
     /// Entries whose keys lie within `range`: two descents, whatever its size.
     pub fn count<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, range: R) -> Result<u64> {
-        let v = self.shared.current.load();
-        let lo = to_owned_bound(range.start_bound());
-        let hi = to_owned_bound(range.end_bound());
-        btree::count_range(&self.shared.pool, &v, as_ref_bound(&lo), as_ref_bound(&hi))
+        super::snapshot::count_in(&self.shared.pool, &self.shared.current.load(), range)
     }
 
     /// Entries whose keys start with `prefix`.

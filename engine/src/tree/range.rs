@@ -21,14 +21,6 @@ pub struct RangeBuilder {
     limit: Option<usize>,
 }
 
-fn owned<K: AsRef<[u8]>>(b: Bound<&K>) -> Bound<Vec<u8>> {
-    match b {
-        Bound::Included(k) => Bound::Included(k.as_ref().to_vec()),
-        Bound::Excluded(k) => Bound::Excluded(k.as_ref().to_vec()),
-        Bound::Unbounded => Bound::Unbounded,
-    }
-}
-
 /// The tighter of two lower bounds.
 fn max_lo(a: Bound<Vec<u8>>, b: Bound<Vec<u8>>) -> Bound<Vec<u8>> {
     match (&a, &b) {
@@ -109,8 +101,8 @@ impl RangeBuilder {
 
     /// Keys within `r` (`a..b`, `a..=b`, `..`, with byte-slice ends).
     pub fn bounds<K: AsRef<[u8]>, R: RangeBounds<K>>(mut self, r: R) -> Self {
-        self.lo = owned(r.start_bound());
-        self.hi = owned(r.end_bound());
+        self.lo = r.start_bound().map(|k| k.as_ref().to_vec());
+        self.hi = r.end_bound().map(|k| k.as_ref().to_vec());
         self
     }
 

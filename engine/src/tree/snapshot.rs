@@ -123,19 +123,7 @@ impl Snapshot {
 
     /// Entries whose keys lie within `range`.
     pub fn count<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, range: R) -> Result<u64> {
-        let own = |b: std::ops::Bound<&K>| match b {
-            std::ops::Bound::Included(k) => std::ops::Bound::Included(k.as_ref().to_vec()),
-            std::ops::Bound::Excluded(k) => std::ops::Bound::Excluded(k.as_ref().to_vec()),
-            std::ops::Bound::Unbounded => std::ops::Bound::Unbounded,
-        };
-        let lo = own(range.start_bound());
-        let hi = own(range.end_bound());
-        btree::count_range(
-            &self.shared.pool,
-            &self.version,
-            as_ref_bound(&lo),
-            as_ref_bound(&hi),
-        )
+        count_in(&self.shared.pool, &self.version, range)
     }
 
     /// The leaf page whose key range holds `key`: a diagnostic for I/O accounting.
@@ -161,4 +149,18 @@ impl Snapshot {
             as_ref_bound(&hi),
         )
     }
+}
+
+/// Entries of `v` within `range`: two descents, no copy of the bounds.
+pub(crate) fn count_in<K: AsRef<[u8]>, R: RangeBounds<K>>(
+    pool: &crate::pool::BufferPool,
+    v: &Version,
+    range: R,
+) -> Result<u64> {
+    btree::count_range(
+        pool,
+        v,
+        range.start_bound().map(|k| k.as_ref()),
+        range.end_bound().map(|k| k.as_ref()),
+    )
 }
