@@ -17,26 +17,21 @@
 use std::cmp::Ordering;
 use std::mem::size_of;
 
-use super::header::{
-    cmp_prefixed, lcp, query_rest, read_u16, read_u64, write_u16, write_u64, COUNT_AT,
-};
-use super::{PageHeader, PageId, PageKind, HEADER_LEN};
+use super::header::{cmp_prefixed, lcp, query_rest, read_u16, read_u64, write_u16, write_u64};
+use super::slotted::{Slotted, PREFIX_LEN_AT, SLOT, SLOTTED_FIXED};
+use super::{PageHeader, PageId, PageKind};
 
-const PREFIX_LEN_AT: usize = HEADER_LEN;
 /// Offset of the prefix bytes; everything before it is fixed.
-pub const INNER_FIXED: usize = PREFIX_LEN_AT + 2 * size_of::<u16>();
+pub const INNER_FIXED: usize = SLOTTED_FIXED;
 /// Bytes of a cell before its suffix.
 pub const INNER_CELL_FIXED: usize = size_of::<u16>() + 2 * size_of::<u64>();
-const SLOT: usize = size_of::<u16>();
 const CHILD_AT: usize = size_of::<u16>();
 const COUNT_IN_CELL_AT: usize = CHILD_AT + size_of::<u64>();
 
 /// A read-only view of a validated inner page.
 #[derive(Debug, Clone, Copy)]
 pub struct InnerView<'a> {
-    buf: &'a [u8],
-    n: usize,
-    plen: usize,
+    s: Slotted<'a>,
 }
 
 impl<'a> InnerView<'a> {
@@ -44,58 +39,56 @@ impl<'a> InnerView<'a> {
     #[inline]
     pub fn new(buf: &'a [u8]) -> Self {
         InnerView {
-            buf,
-            n: read_u16(buf, COUNT_AT) as usize,
-            plen: read_u16(buf, PREFIX_LEN_AT) as usize,
+            s: Slotted::new(buf),
         }
     }
 
     /// Number of children.
     #[inline]
     pub fn len(&self) -> usize {
-        self.n
+        self.s.n
     }
 
     /// True when the node has no child (never for a valid page).
     #[inline]
     pub fn is_empty(&self) -> bool {
-        self.n == 0
+        self.s.n == 0
     }
 
     /// Prefix shared by separators 1..n.
     #[inline]
     pub fn prefix(&self) -> &'a [u8] {
-        &self.buf[INNER_FIXED..INNER_FIXED + self.plen]
+        self.s.prefix()
     }
 
     #[inline]
     fn cell(&self, i: usize) -> usize {
-        read_u16(self.buf, INNER_FIXED + self.plen + SLOT * i) as usize
+        self.s.cell(i)
     }
 
     /// Page number of child `i`.
     #[inline]
     pub fn child(&self, i: usize) -> PageId {
-        read_u64(self.buf, self.cell(i) + CHILD_AT)
+        read_u64(self.s.buf, self.cell(i) + CHILD_AT)
     }
 
     /// Entries under child `i`.
     #[inline]
     pub fn count(&self, i: usize) -> u64 {
-        read_u64(self.buf, self.cell(i) + COUNT_IN_CELL_AT)
+        read_u64(self.s.buf, self.cell(i) + COUNT_IN_CELL_AT)
     }
 
     /// Sum of the entries under every child.
     pub fn total(&self) -> u64 {
-        (0..self.n).map(|i| self.count(i)).sum()
+        (0..self.s.n).map(|i| self.count(i)).sum()
     }
 
     /// Separator `i` (1..n) without the prefix.
     #[inline]
     pub fn sep_suffix(&self, i: usize) -> &'a [u8] {
         let c = self.cell(i);
-        let sl = read_u16(self.buf, c) as usize;
-        &self.buf[c + INNER_CELL_FIXED..c + INNER_CELL_FIXED + sl]
+        let sl = read_u16(self.s.buf, c) as usize;
+        &self.s.buf[c + INNER_CELL_FIXED..c + INNER_CELL_FIXED + sl]
     }
 
     /// Writes separator `i` (1..n) into `out`.
@@ -114,15 +107,15 @@ impl<'a> InnerView<'a> {
     /// The child whose key range holds `q`: the last `i` with `sep_i <= q`, or 0.
     #[inline]
     pub fn search(&self, q: &[u8]) -> usize {
-        if self.n <= 1 {
+        if self.s.n <= 1 {
             return 0;
         }
         let qs = match query_rest(self.prefix(), q) {
             Ok(rest) => rest,
             Err(Ordering::Less) => return 0,
-            Err(_) => return self.n - 1,
+            Err(_) => return self.s.n - 1,
         };
-        let (mut lo, mut hi) = (1usize, self.n);
+        let (mut lo, mut hi) = (1usize, self.s.n);
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
             if self.sep_suffix(mid) <= qs {
@@ -136,35 +129,16 @@ impl<'a> InnerView<'a> {
 
     /// Checks that every slot and cell lies inside the page. Called once per page load.
     pub fn validate(buf: &[u8]) -> Result<(), String> {
-        let len = buf.len();
-        let n = read_u16(buf, COUNT_AT) as usize;
-        let plen = read_u16(buf, PREFIX_LEN_AT) as usize;
-        if n == 0 {
+        if Slotted::new(buf).n == 0 {
             return Err("inner page with no child".into());
         }
-        let slots_end = INNER_FIXED + plen + SLOT * n;
-        if slots_end > len {
-            return Err(format!(
-                "inner header claims {n} children and a {plen}-byte prefix, more than the page holds"
-            ));
-        }
-        for i in 0..n {
-            let c = read_u16(buf, INNER_FIXED + plen + SLOT * i) as usize;
-            if c < slots_end || c + INNER_CELL_FIXED > len {
-                return Err(format!("inner slot {i} points outside the cell area ({c})"));
+        Slotted::validate(buf, "inner", INNER_CELL_FIXED, |i, c| {
+            let child = read_u64(buf, c + CHILD_AT);
+            if child < 2 {
+                return Err(format!("inner cell {i} points at reserved page {child}"));
             }
-            let sl = read_u16(buf, c) as usize;
-            if c + INNER_CELL_FIXED + sl > len {
-                return Err(format!("inner cell {i} runs past the end of the page"));
-            }
-            if read_u64(buf, c + CHILD_AT) < 2 {
-                return Err(format!(
-                    "inner cell {i} points at reserved page {}",
-                    read_u64(buf, c + CHILD_AT)
-                ));
-            }
-        }
-        Ok(())
+            Ok(c + INNER_CELL_FIXED + read_u16(buf, c) as usize)
+        })
     }
 
     /// Points child `i` of a private copy of the page at `child` holding `count` entries.

@@ -20,16 +20,13 @@ use std::mem::size_of;
 use super::header::{
     cmp_prefixed, lcp, query_rest, read_u16, read_u32, read_u64, write_u16, write_u32, write_u64,
 };
-use super::{PageHeader, PageId, PageKind, HEADER_LEN};
+use super::slotted::{Slotted, PREFIX_LEN_AT, SLOT, SLOTTED_FIXED};
+use super::{PageHeader, PageId, PageKind};
 
-/// Offset of the prefix length.
-pub const PREFIX_LEN_AT: usize = HEADER_LEN;
 /// Offset of the prefix bytes; everything before it is fixed.
-pub const LEAF_FIXED: usize = PREFIX_LEN_AT + 2 * size_of::<u16>();
+pub const LEAF_FIXED: usize = SLOTTED_FIXED;
 /// Bytes of a cell before its suffix.
 pub const LEAF_CELL_FIXED: usize = size_of::<u16>() + size_of::<u32>();
-/// Bytes of one slot.
-const SLOT: usize = size_of::<u16>();
 /// Bit of the value word that marks an overflow value.
 const OVERFLOW_BIT: u32 = 1 << 31;
 
@@ -50,9 +47,7 @@ pub enum ValueCell<'a> {
 /// A read-only view of a leaf page that passed [`LeafView::validate`].
 #[derive(Debug, Clone, Copy)]
 pub struct LeafView<'a> {
-    buf: &'a [u8],
-    n: usize,
-    plen: usize,
+    s: Slotted<'a>,
 }
 
 impl<'a> LeafView<'a> {
@@ -60,57 +55,55 @@ impl<'a> LeafView<'a> {
     #[inline]
     pub fn new(buf: &'a [u8]) -> Self {
         LeafView {
-            buf,
-            n: read_u16(buf, super::header::COUNT_AT) as usize,
-            plen: read_u16(buf, PREFIX_LEN_AT) as usize,
+            s: Slotted::new(buf),
         }
     }
 
     /// Number of keys.
     #[inline]
     pub fn len(&self) -> usize {
-        self.n
+        self.s.n
     }
 
     /// True when the leaf holds no key.
     #[inline]
     pub fn is_empty(&self) -> bool {
-        self.n == 0
+        self.s.n == 0
     }
 
     /// Bytes every key in the page starts with.
     #[inline]
     pub fn prefix(&self) -> &'a [u8] {
-        &self.buf[LEAF_FIXED..LEAF_FIXED + self.plen]
+        self.s.prefix()
     }
 
     #[inline]
     fn cell(&self, i: usize) -> usize {
-        read_u16(self.buf, LEAF_FIXED + self.plen + SLOT * i) as usize
+        self.s.cell(i)
     }
 
     /// Key `i` without the page prefix.
     #[inline]
     pub fn suffix(&self, i: usize) -> &'a [u8] {
         let c = self.cell(i);
-        let sl = read_u16(self.buf, c) as usize;
-        &self.buf[c + LEAF_CELL_FIXED..c + LEAF_CELL_FIXED + sl]
+        let sl = read_u16(self.s.buf, c) as usize;
+        &self.s.buf[c + LEAF_CELL_FIXED..c + LEAF_CELL_FIXED + sl]
     }
 
     /// Value `i`.
     #[inline]
     pub fn value(&self, i: usize) -> ValueCell<'a> {
         let c = self.cell(i);
-        let sl = read_u16(self.buf, c) as usize;
-        let word = read_u32(self.buf, c + 2);
+        let sl = read_u16(self.s.buf, c) as usize;
+        let word = read_u32(self.s.buf, c + 2);
         let at = c + LEAF_CELL_FIXED + sl;
         if word & OVERFLOW_BIT != 0 {
             ValueCell::Overflow {
-                first: read_u64(self.buf, at),
+                first: read_u64(self.s.buf, at),
                 len: word & !OVERFLOW_BIT,
             }
         } else {
-            ValueCell::Inline(&self.buf[at..at + word as usize])
+            ValueCell::Inline(&self.s.buf[at..at + word as usize])
         }
     }
 
@@ -134,9 +127,9 @@ impl<'a> LeafView<'a> {
         let qs = match query_rest(self.prefix(), q) {
             Ok(rest) => rest,
             Err(Ordering::Less) => return Err(0),
-            Err(_) => return Err(self.n),
+            Err(_) => return Err(self.s.n),
         };
-        let (mut lo, mut hi) = (0usize, self.n);
+        let (mut lo, mut hi) = (0usize, self.s.n);
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
             match self.suffix(mid).cmp(qs) {
@@ -151,20 +144,8 @@ impl<'a> LeafView<'a> {
     /// Checks that every slot and cell lies inside the page, so that the accessors above
     /// cannot read out of bounds. Called once when a page enters memory.
     pub fn validate(buf: &[u8]) -> Result<(), String> {
-        let len = buf.len();
-        let n = read_u16(buf, super::header::COUNT_AT) as usize;
-        let plen = read_u16(buf, PREFIX_LEN_AT) as usize;
-        let slots_end = LEAF_FIXED + plen + SLOT * n;
-        if slots_end > len {
-            return Err(format!(
-                "leaf header claims {n} keys and a {plen}-byte prefix, more than the page holds"
-            ));
-        }
-        for i in 0..n {
-            let c = read_u16(buf, LEAF_FIXED + plen + SLOT * i) as usize;
-            if c < slots_end || c + LEAF_CELL_FIXED > len {
-                return Err(format!("leaf slot {i} points outside the cell area ({c})"));
-            }
+        let plen = Slotted::new(buf).plen;
+        Slotted::validate(buf, "leaf", LEAF_CELL_FIXED, |i, c| {
             let sl = read_u16(buf, c) as usize;
             let word = read_u32(buf, c + 2);
             let payload = if word & OVERFLOW_BIT != 0 {
@@ -172,14 +153,11 @@ impl<'a> LeafView<'a> {
             } else {
                 word as usize
             };
-            if c + LEAF_CELL_FIXED + sl + payload > len {
-                return Err(format!("leaf cell {i} runs past the end of the page"));
-            }
             if plen + sl == 0 {
                 return Err(format!("leaf cell {i} holds an empty key"));
             }
-        }
-        Ok(())
+            Ok(c + LEAF_CELL_FIXED + sl + payload)
+        })
     }
 
     /// Replaces inline value `i` in a private copy of the page with `v` of the same length.

@@ -9,6 +9,7 @@ mod inner;
 mod leaf;
 mod meta;
 mod overflow;
+mod slotted;
 
 pub use error::PageError;
 pub use freelist::{
