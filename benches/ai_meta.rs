@@ -119,7 +119,13 @@ fn bench(c: &mut Criterion) {
                 }
             };
             results.records.push(s.load_record());
-            let native = s.engine.capabilities().native_longest_prefix;
+            let native = match s.engine() {
+                Ok(e) => e.capabilities().native_longest_prefix,
+                Err(e) => {
+                    eprintln!("ai_meta bench: {e}");
+                    std::process::exit(1);
+                }
+            };
             for (w, v) in plan {
                 if v == Some("native") && !native {
                     results.records.push(Record {

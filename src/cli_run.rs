@@ -51,7 +51,9 @@ pub struct RunArgs {
     no_full_frame: bool,
 }
 
-struct Bars {
+/// Progress bars on standard error.
+#[derive(Default)]
+pub(crate) struct Bars {
     bar: Mutex<Option<ProgressBar>>,
 }
 
@@ -146,7 +148,7 @@ fn parse(args: &RunArgs) -> Result<RunOptions, String> {
 }
 
 /// Checks that `path` can be written before spending minutes measuring.
-fn check_writable(path: &std::path::Path) -> Result<(), String> {
+pub(crate) fn check_writable(path: &std::path::Path) -> Result<(), String> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),
@@ -158,7 +160,7 @@ fn check_writable(path: &std::path::Path) -> Result<(), String> {
     Ok(())
 }
 
-fn is_pg_start_failure(e: &RunError) -> bool {
+pub(crate) fn is_pg_start_failure(e: &RunError) -> bool {
     matches!(e, RunError::Engine { source, .. } if matches!(**source, aimeta_adapters::Error::PostgresCluster { .. }))
 }
 
@@ -171,9 +173,7 @@ pub fn run(args: RunArgs) -> ExitCode {
     if let Err(e) = check_writable(&args.out) {
         return usage_error(e);
     }
-    let bars = Bars {
-        bar: Mutex::new(None),
-    };
+    let bars = Bars::default();
     let results = match run::run(&opts, &bars) {
         Ok(r) => r,
         Err(

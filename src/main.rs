@@ -1,6 +1,8 @@
 //! The `ai-meta` command: run the workloads, list what can be run, turn results into
 //! charts and tables, inspect an engine directory.
 
+mod cli_gate;
+mod cli_repro;
 mod cli_run;
 
 use std::process::ExitCode;
@@ -20,6 +22,11 @@ struct Cli {
 enum Command {
     /// Measure engines on the ai_meta workloads and write results JSON.
     Run(cli_run::RunArgs),
+    /// The CI performance gate: ratios to LMDB and I/O counters against the baseline.
+    Gate(cli_gate::GateArgs),
+    /// Reproduce the seed report: scans and longest-prefix lookups beyond the pool, with
+    /// this engine in its full-frame reproduction of the bug and in its paged mode.
+    Repro(cli_repro::ReproArgs),
     /// List engines (with their capabilities), workloads and scales.
     List,
     /// Turn a results JSON file into charts, tables and the README's Performance section.
@@ -67,6 +74,8 @@ fn main() -> ExitCode {
     };
     match cli.command {
         Command::Run(args) => cli_run::run(args),
+        Command::Gate(args) => cli_gate::gate(args),
+        Command::Repro(args) => cli_repro::repro(args),
         Command::List => {
             cli_run::list();
             ExitCode::SUCCESS

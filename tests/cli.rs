@@ -39,6 +39,16 @@ fn bad_names_and_paths_get_one_line_and_exit_2() -> Result<(), Box<dyn std::erro
         &["report", "--results", "/no/such/results.json"],
         "results.json",
     )?;
+    one_line_exit_2(&["gate", "--scale", "huge"], "unknown scale")?;
+    one_line_exit_2(
+        &["gate", "--baseline", "/no/such/gate.json"],
+        "/no/such/gate.json",
+    )?;
+    one_line_exit_2(&["gate", "--scale", "quick"], "was recorded at scale ci")?;
+    one_line_exit_2(
+        &["gate", "--update-baseline", "--full-frame"],
+        "drop --full-frame",
+    )?;
     Ok(())
 }
 

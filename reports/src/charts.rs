@@ -178,8 +178,8 @@ pub(crate) fn record_row(r: &Record, label: String, faded: bool) -> Row {
 
 /// The note explaining aimeta's full_frame variant, when a chart shows it.
 pub(crate) const FULL_FRAME_NOTE: &str =
-    "full_frame reproduces the seed report's bug (a scan reads \
-     whole 512 KiB frames); paged is how the engine scans.";
+    "full_frame variants reproduce the seed report's bug (scans and \
+     longest-prefix lookups read whole 512 KiB frames on a miss); the others read pages.";
 
 fn workload_chart(results: &Results, workload: &str, reserved: &[String]) -> Chart {
     let mut stem = file_stem(workload);

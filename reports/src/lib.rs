@@ -14,10 +14,12 @@ mod chart;
 mod charts;
 mod cli;
 mod format;
+pub mod gate;
 mod markdown;
 mod order;
 mod readme;
 mod report;
+mod repro;
 mod results;
 mod stories;
 mod svg;
@@ -28,6 +30,7 @@ pub use cli::{report_main, report_main_with, run_report, REPORT_USAGE};
 pub use order::engine_colour;
 pub use readme::{BEGIN_MARKER, END_MARKER};
 pub use report::{render_report, ReportSummary, CHARTS_DIR};
+pub use repro::repro_tables;
 pub use results::{
     Dataset, IoPerOp, Latency, Provenance, Record, ReportError, Results, RunConfig, Status,
     SCHEMA_VERSION,

@@ -39,12 +39,15 @@ const SPARE_COLOURS: [&str; 4] = ["#edc948", "#9c755f", "#ff9da7", "#bab0ac"];
 const FAMILIES: [&str; 3] = ["manifest", "kvchain", "chain_graph"];
 
 /// Variants in the order the report presents them (no variant first).
-const VARIANTS: [&str; 5] = [
+const VARIANTS: [&str; 8] = [
     "paged",
     "full_frame",
     "native",
+    "native_boundary",
+    "native_full_frame",
     "predecessor_seek",
     "bisect",
+    "bisect_full_frame",
 ];
 
 /// The fill colour of `engine`'s bars, the same in every chart and both themes.
@@ -93,7 +96,7 @@ pub(crate) fn cmp_variant(a: Option<&str>, b: Option<&str>) -> Ordering {
 
 /// Whether the variant reproduces the seed report's bug (not a real mode of the engine).
 pub(crate) fn is_bug_repro(variant: Option<&str>) -> bool {
-    variant == Some("full_frame")
+    variant.is_some_and(|v| v.ends_with("full_frame"))
 }
 
 /// A short description of a workload, for chart titles and table headings.

@@ -5,6 +5,7 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod gate;
 pub mod gen;
 pub mod run;
 pub mod scale;

@@ -54,4 +54,20 @@ pub enum RunError {
         /// What failed.
         detail: String,
     },
+    /// A session's engine is closed: a reopen failed (its error was reported first).
+    #[error("{engine} on {dataset} is closed after a failed reopen; start the run again")]
+    Closed {
+        /// The engine.
+        engine: String,
+        /// The data set.
+        dataset: String,
+    },
+    /// An engine the command needs is not available on this machine.
+    #[error("{engine} is needed here but not available: {detail}")]
+    Unavailable {
+        /// The engine.
+        engine: String,
+        /// Why not.
+        detail: String,
+    },
 }

@@ -14,7 +14,7 @@ use aimeta_adapters::{Durability, EngineKind};
 use aimeta_reports::{Dataset, Provenance, Record, Results, RunConfig, Status, SCHEMA_VERSION};
 
 pub use error::RunError;
-pub use session::{base_record, variants, Session};
+pub use session::{base_record, full_frame_variants, variants, Session};
 pub use sys::{drop_from_page_cache, CgroupGuard};
 
 use crate::gen::{ChainGraph, KvChain, Layout, Manifest};
@@ -168,7 +168,8 @@ pub struct RunOptions {
     pub seed: u64,
     /// PostgreSQL server to use instead of a throwaway cluster.
     pub pg_url: Option<String>,
-    /// Also measure aimeta's full-frame reproduction mode on manifest_scan.
+    /// Also measure aimeta's full-frame reproduction mode (manifest_scan, manifest_get and
+    /// kvchain_lpm; see `full_frame_variants`).
     pub full_frame: bool,
     /// The command line, for provenance.
     pub command: String,
@@ -377,7 +378,7 @@ fn run_engine(
     if wanted.contains(&Workload::BulkLoad) {
         out.push(s.load_record());
     }
-    let native = s.engine.capabilities().native_longest_prefix;
+    let native = s.engine()?.capabilities().native_longest_prefix;
     for &w in wanted.iter().filter(|&&w| w != Workload::BulkLoad) {
         for v in variants(w, s.name, o.full_frame) {
             if v == Some("native") && !native {
@@ -401,14 +402,20 @@ fn run_engine(
     }
     out.extend(s.records());
     drop(s);
-    if o.full_frame && kind == EngineKind::Aimeta && wanted.contains(&Workload::ManifestScan) {
+    let full_frame: Vec<(Workload, &'static str)> = wanted
+        .iter()
+        .flat_map(|&w| full_frame_variants(w).iter().map(move |&v| (w, v)))
+        .collect();
+    if o.full_frame && kind == EngineKind::Aimeta && !full_frame.is_empty() {
         if let Ok(mut ff) = Session::load(o, kind, p, true, progress)? {
-            let (warm, ops) = counts(o, Workload::ManifestScan);
-            prepare(o, &ff.dir)?;
-            let _guard = enter_budget(o)?;
-            progress.begin(&format!("aimeta {} manifest_scan full_frame", ds.name), ops);
-            ff.measure(Workload::ManifestScan, "full_frame", warm, ops, progress)?;
-            progress.end();
+            for (w, v) in full_frame {
+                let (warm, ops) = counts(o, w);
+                prepare(o, &ff.dir)?;
+                let _guard = enter_budget(o)?;
+                progress.begin(&format!("aimeta {} {} {v}", ds.name, w.name()), ops);
+                ff.measure(w, v, warm, ops, progress)?;
+                progress.end();
+            }
             out.extend(ff.records());
         }
     }

@@ -46,8 +46,10 @@ struct Tally {
 
 /// One engine, loaded.
 pub struct Session {
-    /// The engine.
-    pub engine: Box<dyn KvEngine>,
+    /// The engine (None only after a failed `reopen`, whose error was returned).
+    engine: Option<Box<dyn KvEngine>>,
+    kind: EngineKind,
+    full_frame: bool,
     /// Engine name.
     pub name: &'static str,
     /// The data set.
@@ -111,6 +113,17 @@ pub fn variants(w: Workload, engine: &str, full_frame: bool) -> Vec<Option<&'sta
     }
 }
 
+/// The variants of `w` measured on aimeta in its full-frame reproduction mode: the read
+/// paths the seed report found slow (scans and longest-prefix lookups) and the point get
+/// it found fast on the same store; empty for the other workloads.
+pub fn full_frame_variants(w: Workload) -> &'static [&'static str] {
+    match w {
+        Workload::ManifestScan | Workload::ManifestGet => &["full_frame"],
+        Workload::KvchainLpm => &["native_full_frame", "bisect_full_frame"],
+        _ => &[],
+    }
+}
+
 impl Session {
     /// Opens a fresh store for `kind` and loads `p` into it; `Ok(None)` when the engine is
     /// not available on this machine (PostgreSQL without server binaries).
@@ -168,7 +181,9 @@ impl Session {
         let size = engine.size_on_disk().map_err(err("size on disk"))?;
         Ok(Ok(Session {
             name: kind.name(),
-            engine,
+            engine: Some(engine),
+            kind,
+            full_frame,
             dataset: ds.clone(),
             data: p.data.clone(),
             dir,
@@ -178,6 +193,40 @@ impl Session {
             states: HashMap::new(),
             tallies: Vec::new(),
         }))
+    }
+
+    /// The loaded engine.
+    pub fn engine(&self) -> Result<&dyn KvEngine, RunError> {
+        self.engine.as_deref().ok_or_else(|| self.closed())
+    }
+
+    fn closed(&self) -> RunError {
+        RunError::Closed {
+            engine: self.name.to_string(),
+            dataset: self.dataset.name.clone(),
+        }
+    }
+
+    /// Closes the engine and opens it again on the same files, so that its own cache
+    /// starts empty: what the gate's cold-pool counters need.
+    pub fn reopen(&mut self, o: &RunOptions) -> Result<(), RunError> {
+        // Engines lock their directory: the old handle must be gone before the new opens.
+        self.engine = None;
+        let engine = open_engine(
+            o,
+            self.kind,
+            &self.dir,
+            self.dataset.data_bytes,
+            self.full_frame,
+        )
+        .map_err(|source| RunError::Engine {
+            engine: self.name.to_string(),
+            dataset: self.dataset.name.clone(),
+            step: "reopen".to_string(),
+            source: Box::new(source),
+        })?;
+        self.engine = Some(engine);
+        Ok(())
     }
 
     /// The record of the load itself.
@@ -215,7 +264,7 @@ impl Session {
             Data::KvChain(kv) => OpState::Lpm {
                 queries: kv.queries(50_000),
                 method: match variant {
-                    "native" => LpmMethod::Native,
+                    "native" | "native_full_frame" => LpmMethod::Native,
                     "native_boundary" => LpmMethod::NativeAtBoundary { delimiter: b'/' },
                     "predecessor_seek" => LpmMethod::PredecessorSeek,
                     _ => LpmMethod::Bisect { delimiter: b'/' },
@@ -241,7 +290,9 @@ impl Session {
             dataset,
             ..
         } = self;
-        let eng: &dyn KvEngine = engine.as_ref();
+        let Some(eng) = engine.as_deref() else {
+            return Err(self.closed());
+        };
         let Some(st) = states.get_mut(&(w, variant)) else {
             return Ok(());
         };
@@ -302,7 +353,7 @@ impl Session {
         before: Option<aimeta_adapters::IoCounters>,
         os0: u64,
     ) {
-        let after = self.engine.io_counters();
+        let after = self.engine.as_deref().and_then(|e| e.io_counters());
         let os = sys::os_read_bytes().saturating_sub(os0);
         if let Some(d) = io_per_op(before, after, os, 1) {
             let t = self.tally(key, 1);
@@ -353,7 +404,7 @@ impl Session {
         }
         self.ensure_state(w, variant);
         let key = (w, variant);
-        let before = self.engine.io_counters();
+        let before = self.engine()?.io_counters();
         let os0 = sys::os_read_bytes();
         let mut hist = std::mem::replace(&mut self.tally(key, 1).hist, histogram());
         let mut total = Duration::ZERO;
@@ -386,9 +437,9 @@ impl Session {
         let key = (Workload::ManifestGetPar8, "");
         let per = iters.div_ceil(THREADS);
         let round = self.tally(key, THREADS as u32).ops;
-        let before = self.engine.io_counters();
+        let eng = self.engine()?;
+        let before = eng.io_counters();
         let os0 = sys::os_read_bytes();
-        let eng: &dyn KvEngine = self.engine.as_ref();
         let dataset = self.dataset.name.clone();
         let seed = self.seed;
         let start = Instant::now();

@@ -1,0 +1,656 @@
+//! The performance gate's baseline file and verdicts.
+//!
+//! The gate measures two kinds of check. A *ratio* check is the median, over alternating
+//! rounds in one process, of this engine's mean time per operation divided by another
+//! engine's (or another method's) on the same data: noisy, so it passes while it stays
+//! under its baseline times `1 + slack` (and under an absolute cap where one applies). A
+//! *counter* check is a deterministic I/O count, such as pages read per scan on a cold
+//! pool: it passes only while it is at most its baseline, exactly.
+//!
+//! `reports/baselines/gate.json` holds the bounds with the provenance of the run that
+//! recorded them. This module reads and writes that file and turns a measurement into a
+//! table of verdicts; it never links an engine.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::Provenance;
+
+/// The baseline schema version this build writes and reads.
+pub const GATE_SCHEMA_VERSION: u32 = 1;
+
+/// Slack given to a ratio check that has none recorded yet (see docs/gate.md).
+pub const DEFAULT_SLACK: f64 = 0.25;
+
+/// Why the gate's baseline cannot be used.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum GateError {
+    /// The file could not be read or written.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The operating system's error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file is not a valid baseline.
+    #[error("{path} is not a gate baseline: {source}; restore it from git or record a new one with `ai-meta gate --update-baseline`")]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// The JSON error, with line and column.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// The file's schema version is not one this build reads.
+    #[error("{path} has schema_version {found}; this build reads version {supported}: record a new baseline with `ai-meta gate --update-baseline`")]
+    Schema {
+        /// The file.
+        path: PathBuf,
+        /// Version found.
+        found: u32,
+        /// Version supported.
+        supported: u32,
+    },
+    /// The baseline was recorded at another scale, so its counters do not apply.
+    #[error("{path} was recorded at scale {recorded}, this gate ran at scale {ran}: run the gate with `--scale {recorded}`, or record a new baseline")]
+    ScaleMismatch {
+        /// The file.
+        path: PathBuf,
+        /// Scale of the baseline.
+        recorded: String,
+        /// Scale of this run.
+        ran: String,
+    },
+}
+
+/// A ratio check's recorded value and allowed slack.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RatioBound {
+    /// Stable name, e.g. `manifest_scan/manifest_beyond`.
+    pub check: String,
+    /// What is divided by what.
+    pub what: String,
+    /// The median ratio the recording run measured.
+    pub ratio: f64,
+    /// Allowed relative increase: the bound is `ratio * (1 + slack)`.
+    pub slack: f64,
+    /// An absolute ceiling that holds whatever the baseline (1.0 for "native must be faster
+    /// than its emulation").
+    #[serde(default)]
+    pub cap: Option<f64>,
+}
+
+impl RatioBound {
+    /// The largest ratio that passes.
+    pub fn bound(&self) -> f64 {
+        let b = self.ratio * (1.0 + self.slack);
+        self.cap.map_or(b, |c| b.min(c))
+    }
+}
+
+/// A deterministic counter's recorded value; the bound is the value itself.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CounterBound {
+    /// Stable name, e.g. `pages_per_scan_cold/manifest_beyond`.
+    pub check: String,
+    /// What is counted.
+    pub what: String,
+    /// The value recorded; a run passes while it measures at most this.
+    pub value: f64,
+}
+
+/// The checked-in bounds of the gate.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GateBaseline {
+    /// `GATE_SCHEMA_VERSION`.
+    pub schema_version: u32,
+    /// Scale the bounds were recorded at (counters only hold at that scale).
+    pub scale: String,
+    /// Alternating rounds per ratio.
+    pub rounds: u32,
+    /// Timed operations per engine per round.
+    pub ops_per_round: u64,
+    /// The run that recorded these bounds.
+    pub provenance: Provenance,
+    /// Timed checks.
+    pub ratios: Vec<RatioBound>,
+    /// Deterministic checks.
+    pub counters: Vec<CounterBound>,
+}
+
+/// One ratio as measured: the per-round ratios.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RatioMeasured {
+    /// Stable name.
+    pub check: String,
+    /// What is divided by what.
+    pub what: String,
+    /// One ratio per round.
+    pub rounds: Vec<f64>,
+    /// An absolute ceiling that applies to this check.
+    pub cap: Option<f64>,
+}
+
+impl RatioMeasured {
+    /// The median of the rounds (NaN when there are none).
+    pub fn median(&self) -> f64 {
+        median(&self.rounds)
+    }
+}
+
+/// One deterministic counter as measured.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CounterMeasured {
+    /// Stable name.
+    pub check: String,
+    /// What is counted.
+    pub what: String,
+    /// The value.
+    pub value: f64,
+}
+
+/// Everything one gate run measured.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct GateMeasurement {
+    /// Timed checks.
+    pub ratios: Vec<RatioMeasured>,
+    /// Deterministic checks.
+    pub counters: Vec<CounterMeasured>,
+}
+
+/// The median of `xs` (the mean of the middle two for an even count; NaN when empty).
+pub fn median(xs: &[f64]) -> f64 {
+    let mut v: Vec<f64> = xs.iter().copied().filter(|x| !x.is_nan()).collect();
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+/// A check's outcome.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Within its bound.
+    Pass,
+    /// A counter below its baseline: passes; record a new baseline to keep the gain.
+    Improved,
+    /// Over its bound.
+    Fail,
+    /// Measured, but the baseline has no such check: record one with `--update-baseline`.
+    NoBaseline,
+    /// In the baseline, but this run did not measure it.
+    NotMeasured,
+}
+
+impl Verdict {
+    /// True for the verdicts that fail the gate.
+    pub fn fails(self) -> bool {
+        matches!(
+            self,
+            Verdict::Fail | Verdict::NoBaseline | Verdict::NotMeasured
+        )
+    }
+
+    fn label(self) -> &'static str {
+        match self {
+            Verdict::Pass => "pass",
+            Verdict::Improved => "pass (improved)",
+            Verdict::Fail => "FAIL",
+            Verdict::NoBaseline => "FAIL (no baseline)",
+            Verdict::NotMeasured => "FAIL (not measured)",
+        }
+    }
+}
+
+/// Whether a row is a ratio or a counter check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CheckKind {
+    /// Timed: median ratio of two means, with slack.
+    Ratio,
+    /// Deterministic: exact.
+    Counter,
+}
+
+/// One line of the gate's table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row {
+    /// Stable name.
+    pub check: String,
+    /// What is measured.
+    pub what: String,
+    /// Ratio or counter.
+    pub kind: CheckKind,
+    /// The recorded value.
+    pub baseline: Option<f64>,
+    /// The largest passing value.
+    pub bound: Option<f64>,
+    /// What the first measurement gave.
+    pub measured: Option<f64>,
+    /// What the re-measurement gave, when the first was over its bound.
+    pub remeasured: Option<f64>,
+    /// The outcome (of the re-measurement when there was one).
+    pub verdict: Verdict,
+}
+
+/// Counters compare exactly; this only absorbs the last bit of a float division.
+const COUNTER_EPS: f64 = 1e-9;
+
+fn judge(bound: Option<f64>, value: Option<f64>, kind: CheckKind, baseline: f64) -> Verdict {
+    match (bound, value) {
+        (None, Some(_)) => Verdict::NoBaseline,
+        (_, None) => Verdict::NotMeasured,
+        (Some(b), Some(v)) => {
+            let tol = if kind == CheckKind::Counter {
+                COUNTER_EPS * b.abs().max(1.0)
+            } else {
+                0.0
+            };
+            if v.is_nan() || v > b + tol {
+                Verdict::Fail
+            } else if kind == CheckKind::Counter && v < baseline - tol {
+                Verdict::Improved
+            } else {
+                Verdict::Pass
+            }
+        }
+    }
+}
+
+/// The verdicts of `first` (and, for ratio checks listed in `again`, of the
+/// re-measurement) against `baseline`, baseline checks first, in their order.
+pub fn evaluate(
+    baseline: &GateBaseline,
+    first: &GateMeasurement,
+    again: Option<&GateMeasurement>,
+) -> Vec<Row> {
+    let mut rows = Vec::new();
+    for b in &baseline.ratios {
+        let m = first.ratios.iter().find(|m| m.check == b.check);
+        let re = again
+            .and_then(|a| a.ratios.iter().find(|m| m.check == b.check))
+            .map(RatioMeasured::median);
+        let measured = m.map(RatioMeasured::median);
+        let bound = Some(b.bound());
+        let verdict = judge(bound, re.or(measured), CheckKind::Ratio, b.ratio);
+        rows.push(Row {
+            check: b.check.clone(),
+            what: b.what.clone(),
+            kind: CheckKind::Ratio,
+            baseline: Some(b.ratio),
+            bound,
+            measured,
+            remeasured: re,
+            verdict,
+        });
+    }
+    for m in &first.ratios {
+        if !baseline.ratios.iter().any(|b| b.check == m.check) {
+            rows.push(Row {
+                check: m.check.clone(),
+                what: m.what.clone(),
+                kind: CheckKind::Ratio,
+                baseline: None,
+                bound: m.cap,
+                measured: Some(m.median()),
+                remeasured: None,
+                verdict: Verdict::NoBaseline,
+            });
+        }
+    }
+    for b in &baseline.counters {
+        let measured = first
+            .counters
+            .iter()
+            .find(|m| m.check == b.check)
+            .map(|m| m.value);
+        rows.push(Row {
+            check: b.check.clone(),
+            what: b.what.clone(),
+            kind: CheckKind::Counter,
+            baseline: Some(b.value),
+            bound: Some(b.value),
+            measured,
+            remeasured: None,
+            verdict: judge(Some(b.value), measured, CheckKind::Counter, b.value),
+        });
+    }
+    for m in &first.counters {
+        if !baseline.counters.iter().any(|b| b.check == m.check) {
+            rows.push(Row {
+                check: m.check.clone(),
+                what: m.what.clone(),
+                kind: CheckKind::Counter,
+                baseline: None,
+                bound: None,
+                measured: Some(m.value),
+                remeasured: None,
+                verdict: Verdict::NoBaseline,
+            });
+        }
+    }
+    rows
+}
+
+/// The ratio checks of `rows` that are over their bound (the ones worth re-measuring).
+pub fn failing_ratios(rows: &[Row]) -> Vec<String> {
+    rows.iter()
+        .filter(|r| r.kind == CheckKind::Ratio && r.verdict == Verdict::Fail)
+        .map(|r| r.check.clone())
+        .collect()
+}
+
+/// True when no row fails.
+pub fn passes(rows: &[Row]) -> bool {
+    rows.iter().all(|r| !r.verdict.fails())
+}
+
+fn cell(v: Option<f64>, kind: CheckKind) -> String {
+    match (v, kind) {
+        (None, _) => "-".to_string(),
+        (Some(x), CheckKind::Ratio) => format!("{x:.3}"),
+        (Some(x), CheckKind::Counter) => format!("{x:.2}"),
+    }
+}
+
+/// The table the gate prints: check, baseline, bound, measured, re-measured, verdict.
+pub fn render_table(rows: &[Row]) -> String {
+    let width = rows.iter().map(|r| r.check.len()).max().unwrap_or(5).max(5);
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{:<width$}  {:>9}  {:>9}  {:>9}  {:>11}  verdict",
+        "check", "baseline", "bound", "measured", "re-measured"
+    );
+    for (kind, title) in [
+        (
+            CheckKind::Ratio,
+            "ratios (median over rounds; this engine / the other)",
+        ),
+        (CheckKind::Counter, "counters (deterministic; exact)"),
+    ] {
+        let _ = writeln!(out, "-- {title}");
+        for r in rows.iter().filter(|r| r.kind == kind) {
+            let _ = writeln!(
+                out,
+                "{:<width$}  {:>9}  {:>9}  {:>9}  {:>11}  {}",
+                r.check,
+                cell(r.baseline, kind),
+                cell(r.bound, kind),
+                cell(r.measured, kind),
+                cell(r.remeasured, kind),
+                r.verdict.label()
+            );
+        }
+    }
+    out
+}
+
+/// What each failing check measures, one line each (printed under the table).
+pub fn explain_failures(rows: &[Row]) -> String {
+    let mut out = String::new();
+    for r in rows.iter().filter(|r| r.verdict.fails()) {
+        let _ = writeln!(out, "{}: {} — {}", r.check, r.what, r.verdict.label());
+    }
+    out
+}
+
+impl GateBaseline {
+    /// A baseline recording `m`; slacks (and the order of checks) are kept from
+    /// `previous` where it has the same check, `DEFAULT_SLACK` otherwise.
+    pub fn record(
+        m: &GateMeasurement,
+        scale: &str,
+        rounds: u32,
+        ops_per_round: u64,
+        provenance: Provenance,
+        previous: Option<&GateBaseline>,
+    ) -> GateBaseline {
+        let slack = |check: &str| {
+            previous
+                .and_then(|p| p.ratios.iter().find(|b| b.check == check))
+                .map_or(DEFAULT_SLACK, |b| b.slack)
+        };
+        GateBaseline {
+            schema_version: GATE_SCHEMA_VERSION,
+            scale: scale.to_string(),
+            rounds,
+            ops_per_round,
+            provenance,
+            ratios: m
+                .ratios
+                .iter()
+                .map(|r| RatioBound {
+                    check: r.check.clone(),
+                    what: r.what.clone(),
+                    ratio: r.median(),
+                    slack: slack(&r.check),
+                    cap: r.cap,
+                })
+                .collect(),
+            counters: m
+                .counters
+                .iter()
+                .map(|c| CounterBound {
+                    check: c.check.clone(),
+                    what: c.what.clone(),
+                    value: c.value,
+                })
+                .collect(),
+        }
+    }
+
+    /// Reads and checks a baseline file.
+    pub fn load(path: &Path) -> Result<GateBaseline, GateError> {
+        let bytes = std::fs::read(path).map_err(|source| GateError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let parse = |source| GateError::Parse {
+            path: path.to_path_buf(),
+            source,
+        };
+        #[derive(Deserialize)]
+        struct Probe {
+            schema_version: u32,
+        }
+        let probe: Probe = serde_json::from_slice(&bytes).map_err(parse)?;
+        if probe.schema_version != GATE_SCHEMA_VERSION {
+            return Err(GateError::Schema {
+                path: path.to_path_buf(),
+                found: probe.schema_version,
+                supported: GATE_SCHEMA_VERSION,
+            });
+        }
+        serde_json::from_slice(&bytes).map_err(parse)
+    }
+
+    /// Checks that the baseline applies to a gate run at `scale`.
+    pub fn check_scale(&self, path: &Path, scale: &str) -> Result<(), GateError> {
+        if self.scale == scale {
+            Ok(())
+        } else {
+            Err(GateError::ScaleMismatch {
+                path: path.to_path_buf(),
+                recorded: self.scale.clone(),
+                ran: scale.to_string(),
+            })
+        }
+    }
+
+    /// Writes the file atomically, pretty-printed.
+    pub fn save(&self, path: &Path) -> Result<(), GateError> {
+        let io = |source| GateError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let mut bytes =
+            serde_json::to_vec_pretty(self).map_err(|e| io(std::io::Error::other(e)))?;
+        bytes.push(b'\n');
+        crate::write_atomically(path, &bytes).map_err(io)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn provenance() -> Provenance {
+        Provenance {
+            machine: "test".into(),
+            cores: 2,
+            memory_bytes: 1 << 30,
+            os: "linux".into(),
+            commit: "abc".into(),
+            date: "2026-11-30T00:00:00Z".into(),
+            rustc: "rustc".into(),
+            command: "ai-meta gate --update-baseline".into(),
+            filesystem: "ext4".into(),
+            engine_versions: Default::default(),
+        }
+    }
+
+    fn measurement(scan: &[f64], pages: f64) -> GateMeasurement {
+        GateMeasurement {
+            ratios: vec![
+                RatioMeasured {
+                    check: "manifest_scan/manifest_beyond".into(),
+                    what: "aimeta / lmdb".into(),
+                    rounds: scan.to_vec(),
+                    cap: None,
+                },
+                RatioMeasured {
+                    check: "kvchain_lpm/native_vs_bisect".into(),
+                    what: "native / bisect".into(),
+                    rounds: vec![0.6, 0.7, 0.65],
+                    cap: Some(1.0),
+                },
+            ],
+            counters: vec![CounterMeasured {
+                check: "pages_per_scan_cold/manifest_beyond".into(),
+                what: "pages".into(),
+                value: pages,
+            }],
+        }
+    }
+
+    #[test]
+    fn median_of_odd_even_and_nan() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
+        assert!(median(&[]).is_nan());
+        assert_eq!(median(&[f64::NAN, 5.0]), 5.0);
+    }
+
+    #[test]
+    fn ratio_bounds_use_slack_and_cap() {
+        let b = GateBaseline::record(&measurement(&[1.0], 10.0), "ci", 5, 100, provenance(), None);
+        assert_eq!(b.ratios[0].bound(), 1.0 * (1.0 + DEFAULT_SLACK));
+        // The cap wins over a baseline whose slack would let "native" be slower than bisect.
+        assert_eq!(b.ratios[1].bound(), 0.65 * (1.0 + DEFAULT_SLACK));
+        let capped = RatioBound {
+            ratio: 0.9,
+            ..b.ratios[1].clone()
+        };
+        assert_eq!(capped.bound(), 1.0);
+    }
+
+    #[test]
+    fn verdicts_pass_fail_and_remeasure() {
+        let base = GateBaseline::record(
+            &measurement(&[1.0, 1.1, 0.9], 10.0),
+            "ci",
+            3,
+            100,
+            provenance(),
+            None,
+        );
+        let ok = evaluate(&base, &measurement(&[1.2, 1.25, 1.1], 10.0), None);
+        assert!(passes(&ok), "{}", render_table(&ok));
+
+        let slow = measurement(&[2.0, 1.9, 2.1], 10.0);
+        let rows = evaluate(&base, &slow, None);
+        assert!(!passes(&rows));
+        assert_eq!(failing_ratios(&rows), vec!["manifest_scan/manifest_beyond"]);
+        // A re-measurement within the bound clears it (noise); one over it confirms.
+        let noise = evaluate(&base, &slow, Some(&measurement(&[1.0], 10.0)));
+        assert!(passes(&noise));
+        assert_eq!(noise[0].remeasured, Some(1.0));
+        let confirmed = evaluate(&base, &slow, Some(&measurement(&[2.2], 10.0)));
+        assert!(!passes(&confirmed));
+        assert!(render_table(&confirmed).contains("FAIL"));
+    }
+
+    #[test]
+    fn counters_are_exact() {
+        let base = GateBaseline::record(&measurement(&[1.0], 10.0), "ci", 1, 1, provenance(), None);
+        let more = evaluate(&base, &measurement(&[1.0], 10.01), None);
+        assert_eq!(more[2].verdict, Verdict::Fail);
+        let fewer = evaluate(&base, &measurement(&[1.0], 9.0), None);
+        assert_eq!(fewer[2].verdict, Verdict::Improved);
+        assert!(passes(&fewer));
+    }
+
+    #[test]
+    fn missing_and_new_checks_fail() {
+        let base = GateBaseline::record(&measurement(&[1.0], 10.0), "ci", 1, 1, provenance(), None);
+        let mut m = measurement(&[1.0], 10.0);
+        m.counters[0].check = "renamed".into();
+        let rows = evaluate(&base, &m, None);
+        assert!(rows
+            .iter()
+            .any(|r| r.check == "renamed" && r.verdict == Verdict::NoBaseline));
+        assert!(rows
+            .iter()
+            .any(|r| r.check == "pages_per_scan_cold/manifest_beyond"
+                && r.verdict == Verdict::NotMeasured));
+        assert!(!passes(&rows));
+        assert!(explain_failures(&rows).contains("renamed"));
+    }
+
+    #[test]
+    fn record_keeps_slack_and_file_round_trips() -> Result<(), Box<dyn std::error::Error>> {
+        let mut first =
+            GateBaseline::record(&measurement(&[1.0], 10.0), "ci", 1, 1, provenance(), None);
+        first.ratios[0].slack = 0.5;
+        let again = GateBaseline::record(
+            &measurement(&[1.1], 9.0),
+            "ci",
+            1,
+            1,
+            provenance(),
+            Some(&first),
+        );
+        assert_eq!(again.ratios[0].slack, 0.5);
+        assert_eq!(again.ratios[1].slack, DEFAULT_SLACK);
+        assert_eq!(again.counters[0].value, 9.0);
+
+        let dir = tempfile::tempdir()?;
+        let p = dir.path().join("gate.json");
+        again.save(&p)?;
+        let back = GateBaseline::load(&p)?;
+        assert_eq!(back, again);
+        assert!(back.check_scale(&p, "ci").is_ok());
+        let e = back.check_scale(&p, "seed").err().map(|e| e.to_string());
+        assert!(e.is_some_and(|e| e.contains("--scale ci")));
+        std::fs::write(&p, b"{\"schema_version\": 7}")?;
+        assert!(matches!(
+            GateBaseline::load(&p),
+            Err(GateError::Schema { found: 7, .. })
+        ));
+        std::fs::write(&p, b"nonsense")?;
+        let e = GateBaseline::load(&p).err().map(|e| e.to_string());
+        assert!(e.is_some_and(|e| e.contains("is not a gate baseline")));
+        Ok(())
+    }
+}

@@ -1,0 +1,378 @@
+//! The tables of `ai-meta repro`, shaped like the seed report's: its two symptoms, each
+//! with this engine in its full-frame reproduction mode and in its paged mode, beside the
+//! other engines, from a results file alone.
+
+use std::fmt::Write as _;
+
+use crate::format::{duration, ratio, thousands};
+use crate::{Record, Results, Status};
+
+const ENGINE: &str = "aimeta";
+
+fn mean(r: Option<&Record>) -> Option<f64> {
+    r.filter(|r| r.status == Status::Ok)
+        .map(|r| r.ns_per_op.mean)
+}
+
+fn time(ns: Option<f64>) -> String {
+    ns.map_or_else(|| "-".to_string(), duration)
+}
+
+fn per(a: Option<f64>, b: Option<f64>) -> String {
+    match (a, b) {
+        (Some(a), Some(b)) if b > 0.0 => ratio(a / b),
+        _ => "-".to_string(),
+    }
+}
+
+/// Whole-frame reads and page-cache hits per operation, as the seed's counters name them.
+fn counters(r: Option<&Record>) -> (String, String) {
+    match r.and_then(|r| r.io_per_op.filter(|_| r.engine == ENGINE)) {
+        Some(io) => (
+            format!("{:.2}", io.full_frame_reads),
+            format!("{:.1}", io.page_hits),
+        ),
+        None => ("-".to_string(), "-".to_string()),
+    }
+}
+
+/// Engines in the file, this engine first.
+fn engines(results: &Results) -> Vec<&str> {
+    let mut v: Vec<&str> = Vec::new();
+    for r in &results.records {
+        if !v.contains(&r.engine.as_str()) {
+            v.push(&r.engine);
+        }
+    }
+    v.sort_by_key(|e| *e != ENGINE);
+    v
+}
+
+fn datasets<'a>(results: &'a Results, family: &str) -> Vec<&'a crate::Dataset> {
+    let mut v: Vec<&crate::Dataset> = results
+        .datasets
+        .iter()
+        .filter(|d| d.family == family)
+        .collect();
+    // Beyond the budget first: that is where the symptoms are.
+    v.sort_by_key(|d| d.fits_budget);
+    v
+}
+
+fn dataset_label(d: &crate::Dataset) -> String {
+    format!(
+        "{} ({} keys, {:.1}x budget)",
+        d.name,
+        thousands(d.keys),
+        d.ratio_to_budget
+    )
+}
+
+/// Symptom 1: manifest_scan against manifest_get on the same store.
+fn symptom1(results: &Results, out: &mut String) {
+    let _ = writeln!(
+        out,
+        "Symptom 1: prefix scan of 100 entries with values (manifest_scan) against a point get \
+         (manifest_get) on the same store"
+    );
+    let _ = writeln!(
+        out,
+        "{:<10} {:<11} {:>11} {:>11} {:>9} {:>9} {:>18} {:>16}",
+        "engine",
+        "mode",
+        "scan/op",
+        "get/op",
+        "scan/get",
+        "vs lmdb",
+        "full_blob_reads/op",
+        "page_hits/op"
+    );
+    for d in datasets(results, "manifest") {
+        let _ = writeln!(out, "-- {}", dataset_label(d));
+        let lmdb_scan = mean(results.find("manifest_scan", &d.name, "lmdb", None));
+        for e in engines(results) {
+            let modes: &[(&str, Option<&str>, Option<&str>)] = if e == ENGINE {
+                &[
+                    ("full_frame", Some("full_frame"), Some("full_frame")),
+                    ("paged", Some("paged"), None),
+                ]
+            } else {
+                &[("-", None, None)]
+            };
+            for &(mode, scan_v, get_v) in modes {
+                let scan_rec = results.find("manifest_scan", &d.name, e, scan_v);
+                let scan = mean(scan_rec);
+                let get = mean(results.find("manifest_get", &d.name, e, get_v));
+                if scan.is_none() && get.is_none() {
+                    continue;
+                }
+                let (frames, hits) = counters(scan_rec);
+                let _ = writeln!(
+                    out,
+                    "{:<10} {:<11} {:>11} {:>11} {:>9} {:>9} {:>18} {:>16}",
+                    e,
+                    mode,
+                    time(scan),
+                    time(get),
+                    per(scan, get),
+                    per(scan, lmdb_scan),
+                    frames,
+                    hits
+                );
+            }
+        }
+    }
+}
+
+/// Symptom 2: native longest-prefix lookup against bisecting with gets.
+fn symptom2(results: &Results, out: &mut String) {
+    let _ = writeln!(
+        out,
+        "Symptom 2: longest stored prefix of a chain query (kvchain_lpm): native lookup \
+         (other engines: their predecessor seek) against bisecting with gets"
+    );
+    let _ = writeln!(
+        out,
+        "{:<10} {:<11} {:>11} {:>11} {:>13} {:>9} {:>18} {:>16}",
+        "engine",
+        "mode",
+        "lookup/op",
+        "bisect/op",
+        "lookup/bisect",
+        "vs lmdb",
+        "full_blob_reads/op",
+        "page_hits/op"
+    );
+    for d in datasets(results, "kvchain") {
+        let _ = writeln!(out, "-- {}", dataset_label(d));
+        let lmdb = mean(results.find("kvchain_lpm", &d.name, "lmdb", Some("predecessor_seek")));
+        for e in engines(results) {
+            let modes: &[(&str, &str, &str)] = if e == ENGINE {
+                &[
+                    ("full_frame", "native_full_frame", "bisect_full_frame"),
+                    ("paged", "native", "bisect"),
+                ]
+            } else {
+                &[("-", "predecessor_seek", "bisect")]
+            };
+            for &(mode, lookup_v, bisect_v) in modes {
+                let rec = results.find("kvchain_lpm", &d.name, e, Some(lookup_v));
+                let lookup = mean(rec);
+                let bisect = mean(results.find("kvchain_lpm", &d.name, e, Some(bisect_v)));
+                if lookup.is_none() && bisect.is_none() {
+                    continue;
+                }
+                let (frames, hits) = counters(rec);
+                let _ = writeln!(
+                    out,
+                    "{:<10} {:<11} {:>11} {:>11} {:>13} {:>9} {:>18} {:>16}",
+                    e,
+                    mode,
+                    time(lookup),
+                    time(bisect),
+                    per(lookup, bisect),
+                    per(lookup, lmdb),
+                    frames,
+                    hits
+                );
+            }
+        }
+    }
+}
+
+/// The two symptom tables of the seed report, from `results` (an `ai-meta repro` file).
+pub fn repro_tables(results: &Results) -> String {
+    let mut out = String::new();
+    let c = &results.config;
+    let _ = writeln!(
+        out,
+        "Seed report reproduction: scale {}, {} MiB cache budget ({} mode), durability {}, \
+         {} timed ops each; mean time per operation",
+        c.scale,
+        c.budget_bytes >> 20,
+        c.budget_mode,
+        c.durability,
+        c.ops
+    );
+    out.push('\n');
+    symptom1(results, &mut out);
+    out.push('\n');
+    symptom2(results, &mut out);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Dataset, IoPerOp, Latency, Provenance, RunConfig, SCHEMA_VERSION};
+
+    fn rec(w: &str, ds: &str, e: &str, v: Option<&str>, ns: f64, frames: f64) -> Record {
+        Record {
+            workload: w.into(),
+            dataset: ds.into(),
+            engine: e.into(),
+            variant: v.map(str::to_string),
+            status: Status::Ok,
+            note: None,
+            ops: 10,
+            threads: 1,
+            ns_per_op: Latency {
+                mean: ns,
+                ..Latency::default()
+            },
+            ops_per_sec: 1.0,
+            size_on_disk_bytes: None,
+            io_per_op: Some(IoPerOp {
+                full_frame_reads: frames,
+                page_hits: 3.0,
+                ..IoPerOp::default()
+            }),
+            load_secs: None,
+        }
+    }
+
+    #[test]
+    fn tables_show_the_cliff_and_its_absence() {
+        let ds = |name: &str, family: &str, fits: bool| Dataset {
+            name: name.into(),
+            family: family.into(),
+            keys: 2_000_000,
+            data_bytes: 1,
+            fits_budget: fits,
+            ratio_to_budget: if fits { 0.5 } else { 6.0 },
+        };
+        let r = Results {
+            schema_version: SCHEMA_VERSION,
+            provenance: Provenance {
+                machine: "m".into(),
+                cores: 2,
+                memory_bytes: 1,
+                os: "linux".into(),
+                commit: "c".into(),
+                date: "d".into(),
+                rustc: "r".into(),
+                command: "ai-meta repro".into(),
+                filesystem: "ext4".into(),
+                engine_versions: Default::default(),
+            },
+            config: RunConfig {
+                scale: "seed".into(),
+                budget_bytes: 16 << 20,
+                budget_mode: "engine".into(),
+                durability: "async".into(),
+                seed: 42,
+                ops: 10,
+            },
+            datasets: vec![
+                ds("manifest_fits", "manifest", true),
+                ds("manifest_beyond", "manifest", false),
+                ds("kvchain_beyond", "kvchain", false),
+            ],
+            records: vec![
+                rec(
+                    "manifest_scan",
+                    "manifest_beyond",
+                    "aimeta",
+                    Some("full_frame"),
+                    150_000.0,
+                    0.8,
+                ),
+                rec(
+                    "manifest_get",
+                    "manifest_beyond",
+                    "aimeta",
+                    Some("full_frame"),
+                    2_000.0,
+                    0.0,
+                ),
+                rec(
+                    "manifest_scan",
+                    "manifest_beyond",
+                    "aimeta",
+                    Some("paged"),
+                    2_600.0,
+                    0.0,
+                ),
+                rec(
+                    "manifest_get",
+                    "manifest_beyond",
+                    "aimeta",
+                    None,
+                    2_000.0,
+                    0.0,
+                ),
+                rec(
+                    "manifest_scan",
+                    "manifest_beyond",
+                    "lmdb",
+                    None,
+                    2_600.0,
+                    0.0,
+                ),
+                rec(
+                    "kvchain_lpm",
+                    "kvchain_beyond",
+                    "aimeta",
+                    Some("native_full_frame"),
+                    130_000.0,
+                    1.0,
+                ),
+                rec(
+                    "kvchain_lpm",
+                    "kvchain_beyond",
+                    "aimeta",
+                    Some("bisect_full_frame"),
+                    7_000.0,
+                    0.0,
+                ),
+                rec(
+                    "kvchain_lpm",
+                    "kvchain_beyond",
+                    "lmdb",
+                    Some("predecessor_seek"),
+                    3_000.0,
+                    0.0,
+                ),
+                rec(
+                    "kvchain_lpm",
+                    "kvchain_beyond",
+                    "lmdb",
+                    Some("bisect"),
+                    5_000.0,
+                    0.0,
+                ),
+            ],
+        };
+        let t = repro_tables(&r);
+        let row = |cells: &[&str]| {
+            t.lines()
+                .map(|l| l.split_whitespace().collect::<Vec<_>>())
+                .find(|l| l.starts_with(cells))
+                .unwrap_or_default()
+                .join(" ")
+        };
+        assert_eq!(
+            row(&["aimeta", "full_frame", "150"]),
+            "aimeta full_frame 150 µs 2.00 µs 75× 58× 0.80 3.0",
+            "{t}"
+        );
+        assert_eq!(
+            row(&["aimeta", "paged", "2.60"]),
+            "aimeta paged 2.60 µs 2.00 µs 1.3× 1.0× 0.00 3.0",
+            "{t}"
+        );
+        assert_eq!(
+            row(&["aimeta", "full_frame", "130"]),
+            "aimeta full_frame 130 µs 7.00 µs 19× 43× 1.00 3.0",
+            "{t}"
+        );
+        // LMDB has no whole-frame counter: shown as "-", not 0.
+        assert_eq!(
+            row(&["lmdb", "-", "3.00"]),
+            "lmdb - 3.00 µs 5.00 µs 0.60× 1.0× - -",
+            "{t}"
+        );
+        // The fits data set has no records: it is listed with no rows.
+        assert!(t.contains("-- manifest_fits"), "{t}");
+    }
+}

@@ -1,0 +1,200 @@
+//! `ai-meta gate`: the CI performance gate against LMDB and the checked-in baseline.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use aimeta_adapters::{Durability, EngineKind};
+use aimeta_reports::gate::{self, GateBaseline, GateMeasurement};
+use aimeta_workloads::gate::{Gate, GateOptions};
+use aimeta_workloads::run::{self, BudgetMode, NoProgress, RunOptions};
+use aimeta_workloads::scale::{Scale, SCALES};
+use clap::Args;
+
+/// Options of `ai-meta gate`.
+#[derive(Args, Debug)]
+pub struct GateArgs {
+    /// The checked-in bounds.
+    #[arg(long, default_value = "reports/baselines/gate.json")]
+    baseline: PathBuf,
+    /// Rewrite the baseline from this run instead of checking it (only for an intended
+    /// change, stated in the commit message; see docs/gate.md).
+    #[arg(long)]
+    update_baseline: bool,
+    /// Scale of the gate's data sets; the baseline's counters hold only at its own scale.
+    #[arg(long, default_value = "ci")]
+    scale: String,
+    /// Alternating rounds per ratio (the median is checked).
+    #[arg(long, default_value_t = 7)]
+    rounds: u32,
+    /// Timed operations per engine per round.
+    #[arg(long, default_value_t = 3000)]
+    ops: u64,
+    /// Check only the deterministic counters (times from a debug build mean nothing).
+    #[arg(long)]
+    counters_only: bool,
+    /// Self-test: open this engine in its full-frame reproduction of the seed report's
+    /// bug; the gate must then fail.
+    #[arg(long)]
+    full_frame: bool,
+    /// Where the stores are built (removed afterwards).
+    #[arg(long, default_value = "/var/tmp/ai-meta-work-gate")]
+    work_dir: PathBuf,
+    /// Seed of data and queries (the baseline's counters hold for its seed).
+    #[arg(long, default_value_t = 42)]
+    seed: u64,
+}
+
+fn usage_error(e: impl std::fmt::Display) -> ExitCode {
+    eprintln!("ai-meta gate: {e}");
+    ExitCode::from(2)
+}
+
+fn options(args: &GateArgs, scale: Scale) -> GateOptions {
+    GateOptions {
+        run: RunOptions {
+            scale,
+            engines: vec![EngineKind::Aimeta, EngineKind::Lmdb],
+            workloads: Vec::new(),
+            budget_mode: BudgetMode::Engine,
+            cold: false,
+            durability: Durability::Async,
+            work_dir: args.work_dir.clone(),
+            seed: args.seed,
+            pg_url: None,
+            full_frame: false,
+            command: std::env::args().collect::<Vec<_>>().join(" "),
+        },
+        rounds: args.rounds.max(1),
+        ops_per_round: args.ops.max(1),
+        full_frame: args.full_frame,
+    }
+}
+
+/// `ai-meta gate`.
+pub fn gate(args: GateArgs) -> ExitCode {
+    let Some(scale) = Scale::by_name(&args.scale) else {
+        return usage_error(format!(
+            "unknown scale {:?}; valid: {}",
+            args.scale,
+            SCALES.map(|s| s.name).join(", ")
+        ));
+    };
+    if args.update_baseline && (args.full_frame || args.counters_only) {
+        return usage_error(
+            "--update-baseline records a full run of the normal engine; drop --full-frame and --counters-only",
+        );
+    }
+    for engine in [EngineKind::Aimeta, EngineKind::Lmdb] {
+        if !engine.is_enabled() {
+            return usage_error(format!(
+                "the gate needs {} compiled in; build with the default features",
+                engine.name()
+            ));
+        }
+    }
+    let previous = match GateBaseline::load(&args.baseline) {
+        Ok(b) => Some(b),
+        Err(gate::GateError::Io { source, .. })
+            if args.update_baseline && source.kind() == std::io::ErrorKind::NotFound =>
+        {
+            None
+        }
+        Err(e) => return usage_error(e),
+    };
+    if let (Some(b), false) = (&previous, args.update_baseline) {
+        if let Err(e) = b.check_scale(&args.baseline, scale.name) {
+            return usage_error(e);
+        }
+    }
+    let o = options(&args, scale);
+    let provenance = match run::new_results(&o.run) {
+        Ok(r) => r.provenance,
+        Err(e) => return usage_error(e),
+    };
+    eprintln!(
+        "gate: aimeta{} against lmdb at scale {} ({} rounds of {} operations per engine)",
+        if args.full_frame {
+            " in full-frame reproduction mode"
+        } else {
+            ""
+        },
+        scale.name,
+        o.rounds,
+        o.ops_per_round
+    );
+    match measure_and_judge(&args, o, previous, provenance) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("ai-meta gate: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn measure_and_judge(
+    args: &GateArgs,
+    o: GateOptions,
+    previous: Option<GateBaseline>,
+    provenance: aimeta_reports::Provenance,
+) -> Result<ExitCode, Box<dyn std::error::Error>> {
+    let (scale, rounds, ops) = (o.run.scale.name, o.rounds, o.ops_per_round);
+    let mut g = Gate::load(o, &NoProgress)?;
+    let mut first = GateMeasurement {
+        counters: g.counters()?,
+        ratios: Vec::new(),
+    };
+    if !args.counters_only {
+        first.ratios = g.ratios(None, &NoProgress)?;
+    }
+    first.counters.push(g.full_frame_reads()?);
+
+    if args.update_baseline {
+        let b = GateBaseline::record(&first, scale, rounds, ops, provenance, previous.as_ref());
+        b.save(&args.baseline)?;
+        let rows = gate::evaluate(&b, &first, None);
+        print!("{}", gate::render_table(&rows));
+        println!("baseline written to {}", args.baseline.display());
+        return Ok(ExitCode::SUCCESS);
+    }
+    let Some(mut baseline) = previous else {
+        return Err(format!("no baseline at {}", args.baseline.display()).into());
+    };
+    if args.counters_only {
+        baseline.ratios.clear();
+    }
+    let rows = gate::evaluate(&baseline, &first, None);
+    let again = gate::failing_ratios(&rows);
+    let rows = if again.is_empty() {
+        rows
+    } else {
+        eprintln!(
+            "gate: re-measuring {} ratio(s) over their bound, to tell noise from a regression",
+            again.len()
+        );
+        let second = GateMeasurement {
+            ratios: g.ratios(Some(&again), &NoProgress)?,
+            counters: Vec::new(),
+        };
+        gate::evaluate(&baseline, &first, Some(&second))
+    };
+    drop(g);
+    print!("{}", gate::render_table(&rows));
+    let p = &baseline.provenance;
+    println!(
+        "baseline: {} (recorded {} at commit {}, scale {}, {} rounds of {} ops)",
+        args.baseline.display(),
+        p.date,
+        p.commit,
+        baseline.scale,
+        baseline.rounds,
+        baseline.ops_per_round
+    );
+    if gate::passes(&rows) {
+        println!("gate: pass");
+        Ok(ExitCode::SUCCESS)
+    } else {
+        print!("{}", gate::explain_failures(&rows));
+        println!("gate: FAIL (see docs/gate.md for how to read a failure)");
+        Ok(ExitCode::FAILURE)
+    }
+}

@@ -1,0 +1,318 @@
+//! The performance gate's measurements: this engine and LMDB loaded with the same data in
+//! one process, timed in alternating rounds (ratios), and this engine's deterministic I/O
+//! counters on a cold pool. The verdicts against the checked-in baseline are
+//! `aimeta_reports::gate`'s; this module only measures.
+
+use aimeta_adapters::EngineKind;
+use aimeta_reports::gate::{CounterMeasured, GateMeasurement, RatioMeasured};
+
+use crate::run::{plan_datasets, Data, NoProgress, Planned, Progress, RunError, RunOptions};
+use crate::run::{Session, Workload};
+
+/// Operations per counter check, each on a freshly opened (cold) pool.
+pub const COLD_OPS: u64 = 50;
+
+/// The workloads the gate runs (both variants of each data set, fits and beyond).
+pub const GATE_WORKLOADS: [Workload; 5] = [
+    Workload::ManifestScan,
+    Workload::ManifestGet,
+    Workload::ManifestList,
+    Workload::ManifestCount8000,
+    Workload::KvchainLpm,
+];
+
+/// What to measure.
+#[derive(Debug, Clone)]
+pub struct GateOptions {
+    /// Scale, work directory, seed and durability (engines and workloads are the gate's).
+    pub run: RunOptions,
+    /// Alternating rounds per ratio.
+    pub rounds: u32,
+    /// Timed operations per engine per round.
+    pub ops_per_round: u64,
+    /// Open this engine in its full-frame reproduction mode: a self-test that the gate
+    /// fails when the seed report's bug comes back.
+    pub full_frame: bool,
+}
+
+/// Which of the two loaded engines a side of a ratio is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Side {
+    Mine,
+    Lmdb,
+}
+
+/// A timed check: mean of `a` over mean of `b`, on one data set.
+#[derive(Debug, Clone)]
+struct RatioSpec {
+    check: String,
+    what: String,
+    pair: usize,
+    workload: Workload,
+    a: (Side, &'static str),
+    b: (Side, &'static str),
+    cap: Option<f64>,
+}
+
+/// One data set loaded into both engines.
+struct Pair {
+    planned: Planned,
+    mine: Session,
+    lmdb: Session,
+}
+
+impl Pair {
+    fn side(&mut self, s: Side) -> &mut Session {
+        match s {
+            Side::Mine => &mut self.mine,
+            Side::Lmdb => &mut self.lmdb,
+        }
+    }
+}
+
+/// Both engines loaded with every data set of the gate.
+pub struct Gate {
+    o: GateOptions,
+    pairs: Vec<Pair>,
+    specs: Vec<RatioSpec>,
+    warm: bool,
+}
+
+fn ratio_specs(pairs: &[Pair]) -> Vec<RatioSpec> {
+    let mut out = Vec::new();
+    for (i, p) in pairs.iter().enumerate() {
+        let ds = &p.planned.meta.name;
+        match p.planned.data {
+            Data::Manifest(_) => {
+                for w in [
+                    Workload::ManifestScan,
+                    Workload::ManifestGet,
+                    Workload::ManifestList,
+                    Workload::ManifestCount8000,
+                ] {
+                    out.push(RatioSpec {
+                        check: format!("{}/{ds}", w.name()),
+                        what: format!("{} on {ds}: aimeta / lmdb, mean ns per op", w.name()),
+                        pair: i,
+                        workload: w,
+                        a: (Side::Mine, ""),
+                        b: (Side::Lmdb, ""),
+                        cap: None,
+                    });
+                }
+            }
+            Data::KvChain(_) => {
+                let w = Workload::KvchainLpm;
+                out.push(RatioSpec {
+                    check: format!("kvchain_lpm/{ds}"),
+                    what: format!(
+                        "kvchain_lpm on {ds}: aimeta native / lmdb predecessor seek, mean ns per op"
+                    ),
+                    pair: i,
+                    workload: w,
+                    a: (Side::Mine, "native"),
+                    b: (Side::Lmdb, "predecessor_seek"),
+                    cap: None,
+                });
+                for other in ["bisect", "predecessor_seek"] {
+                    out.push(RatioSpec {
+                        check: format!("kvchain_lpm_native_vs_{other}/{ds}"),
+                        what: format!(
+                            "kvchain_lpm on {ds}: aimeta native / aimeta {other}; must stay below 1"
+                        ),
+                        pair: i,
+                        workload: w,
+                        a: (Side::Mine, "native"),
+                        b: (Side::Mine, other),
+                        cap: Some(1.0),
+                    });
+                }
+            }
+            Data::Graph(_) => {}
+        }
+    }
+    out
+}
+
+fn load(
+    o: &RunOptions,
+    kind: EngineKind,
+    p: &Planned,
+    full_frame: bool,
+    progress: &dyn Progress,
+) -> Result<Session, RunError> {
+    Session::load(o, kind, p, full_frame, progress)?.map_err(|detail| RunError::Unavailable {
+        engine: kind.name().to_string(),
+        detail,
+    })
+}
+
+impl Gate {
+    /// Loads every data set of the gate into this engine and LMDB.
+    pub fn load(o: GateOptions, progress: &dyn Progress) -> Result<Gate, RunError> {
+        let mut run = o.run.clone();
+        run.workloads = GATE_WORKLOADS.to_vec();
+        run.engines = vec![EngineKind::Aimeta, EngineKind::Lmdb];
+        let o = GateOptions { run, ..o };
+        std::fs::create_dir_all(&o.run.work_dir).map_err(|source| RunError::WorkDir {
+            path: o.run.work_dir.clone(),
+            source,
+        })?;
+        let mut pairs = Vec::new();
+        for planned in plan_datasets(&o.run) {
+            let mine = load(&o.run, EngineKind::Aimeta, &planned, o.full_frame, progress)?;
+            let lmdb = load(&o.run, EngineKind::Lmdb, &planned, false, progress)?;
+            pairs.push(Pair {
+                planned,
+                mine,
+                lmdb,
+            });
+        }
+        let specs = ratio_specs(&pairs);
+        Ok(Gate {
+            o,
+            pairs,
+            specs,
+            warm: false,
+        })
+    }
+
+    /// The deterministic counters: `COLD_OPS` scans, gets or longest-prefix lookups with
+    /// the gate's seed, each on this engine freshly reopened (its pool empty), and the
+    /// pages they read per operation. Call before `ratios`, whose operations warm the pool.
+    pub fn counters(&mut self) -> Result<Vec<CounterMeasured>, RunError> {
+        let mut out = Vec::new();
+        for p in &mut self.pairs {
+            let ds = p.planned.meta.name.clone();
+            let cold: &[(Workload, &'static str, &str)] = match p.planned.data {
+                Data::Manifest(_) => &[
+                    (Workload::ManifestScan, "", "scan"),
+                    (Workload::ManifestGet, "", "get"),
+                ],
+                Data::KvChain(_) => &[(Workload::KvchainLpm, "native", "lpm")],
+                Data::Graph(_) => &[],
+            };
+            for &(w, v, short) in cold {
+                let mut pages = 0;
+                for i in 0..COLD_OPS {
+                    p.mine.reopen(&self.o.run)?;
+                    let before = p.mine.engine()?.io_counters().unwrap_or_default();
+                    p.mine.op(w, v, i)?;
+                    let after = p.mine.engine()?.io_counters().unwrap_or_default();
+                    pages += after.pages_read - before.pages_read;
+                }
+                out.push(CounterMeasured {
+                    check: format!("pages_per_{short}_cold/{ds}"),
+                    what: format!(
+                        "pages aimeta reads per {}{} on {ds}, each of {COLD_OPS} operations on a freshly opened pool",
+                        w.name(),
+                        if v.is_empty() { String::new() } else { format!(" ({v})") }
+                    ),
+                    value: pages as f64 / COLD_OPS as f64,
+                });
+            }
+        }
+        Ok(out)
+    }
+
+    /// Whole-frame reads this engine made since its last reopen, over every data set: zero
+    /// in its normal (paged) mode.
+    pub fn full_frame_reads(&self) -> Result<CounterMeasured, RunError> {
+        let mut total = 0;
+        for p in &self.pairs {
+            total += p
+                .mine
+                .engine()?
+                .io_counters()
+                .unwrap_or_default()
+                .full_frame_reads;
+        }
+        Ok(CounterMeasured {
+            check: "full_frame_reads/all".to_string(),
+            what: "whole 512 KiB frame reads by aimeta over every gate operation (paged mode reads pages only)".to_string(),
+            value: total as f64,
+        })
+    }
+
+    /// Names of every ratio check.
+    pub fn ratio_checks(&self) -> Vec<String> {
+        self.specs.iter().map(|s| s.check.clone()).collect()
+    }
+
+    /// Times the ratio checks named in `only` (all when None): for each round and check,
+    /// `ops_per_round` operations on one side then the other, the order swapped every
+    /// round, and the ratio of the two means.
+    pub fn ratios(
+        &mut self,
+        only: Option<&[String]>,
+        progress: &dyn Progress,
+    ) -> Result<Vec<RatioMeasured>, RunError> {
+        let specs: Vec<RatioSpec> = self
+            .specs
+            .iter()
+            .filter(|s| only.is_none_or(|o| o.contains(&s.check)))
+            .cloned()
+            .collect();
+        if !self.warm {
+            self.warm_up(&specs)?;
+        }
+        let ops = self.o.ops_per_round.max(1);
+        let mut rounds: Vec<Vec<f64>> = vec![Vec::new(); specs.len()];
+        progress.begin("gate rounds", u64::from(self.o.rounds) * specs.len() as u64);
+        for r in 0..self.o.rounds {
+            for (k, s) in specs.iter().enumerate() {
+                let p = &mut self.pairs[s.pair];
+                let order = if r % 2 == 0 { [s.a, s.b] } else { [s.b, s.a] };
+                let mut mean = [0.0; 2];
+                for (side, v) in order {
+                    let t = p.side(side).time_iters(s.workload, v, ops)?;
+                    let at = usize::from((side, v) != s.a);
+                    mean[at] = t.as_nanos() as f64 / ops as f64;
+                }
+                rounds[k].push(mean[0] / mean[1].max(1e-9));
+                progress.advance(1);
+            }
+        }
+        progress.end();
+        Ok(specs
+            .into_iter()
+            .zip(rounds)
+            .map(|(s, rounds)| RatioMeasured {
+                check: s.check,
+                what: s.what,
+                rounds,
+                cap: s.cap,
+            })
+            .collect())
+    }
+
+    /// Untimed operations on every side of every check, so the pools reach their steady
+    /// state before the first round.
+    fn warm_up(&mut self, specs: &[RatioSpec]) -> Result<(), RunError> {
+        let n = self.o.run.scale.warmup.max(self.o.ops_per_round);
+        for s in specs {
+            let p = &mut self.pairs[s.pair];
+            for (side, v) in [s.a, s.b] {
+                let session = p.side(side);
+                for i in 0..n {
+                    session.op(s.workload, v, i)?;
+                }
+            }
+        }
+        self.warm = true;
+        Ok(())
+    }
+
+    /// Everything: the counters, then every ratio.
+    pub fn measure_all(&mut self, progress: &dyn Progress) -> Result<GateMeasurement, RunError> {
+        let mut counters = self.counters()?;
+        let ratios = self.ratios(None, progress)?;
+        counters.push(self.full_frame_reads()?);
+        Ok(GateMeasurement { ratios, counters })
+    }
+}
+
+/// A gate measurement with no progress output (for tests).
+pub fn measure(o: GateOptions) -> Result<GateMeasurement, RunError> {
+    Gate::load(o, &NoProgress)?.measure_all(&NoProgress)
+}
