@@ -16,7 +16,8 @@ use std::time::Duration;
 use aimeta_adapters::{Durability, EngineKind};
 use aimeta_reports::{Record, Status};
 use aimeta_workloads::run::{
-    self, base_record, variants, BudgetMode, NoProgress, RunOptions, Session, Workload,
+    self, base_record, full_frame_variants, variants, BudgetMode, NoProgress, RunOptions, Session,
+    Workload,
 };
 use aimeta_workloads::scale::{Scale, QUICK};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
@@ -162,20 +163,25 @@ fn bench(c: &mut Criterion) {
             }
             results.records.extend(s.records());
             drop(s);
-            if kind == EngineKind::Aimeta
-                && o.full_frame
-                && wanted(&filter, &format!("manifest_scan/aimeta/full_frame/{ds}"))
-                && matches!(planned.data, run::Data::Manifest(_))
-            {
+            // This engine again in its full-frame reproduction of the seed report's bug.
+            let ff_plan: Vec<(Workload, &'static str)> = Workload::ALL
+                .into_iter()
+                .filter(|w| w.runs_on(&planned.data))
+                .flat_map(|w| full_frame_variants(w).iter().map(move |&v| (w, v)))
+                .filter(|(w, v)| wanted(&filter, &format!("{}/aimeta/{v}/{ds}", w.name())))
+                .collect();
+            if kind == EngineKind::Aimeta && o.full_frame && !ff_plan.is_empty() {
                 if let Ok(Ok(mut ff)) = Session::load(&o, kind, &planned, true, &NoProgress) {
-                    let mut group = c.benchmark_group("manifest_scan");
-                    group.bench_function(BenchmarkId::new("aimeta/full_frame", &ds), |b| {
-                        b.iter_custom(|iters| {
-                            ff.time_iters(Workload::ManifestScan, "full_frame", iters)
-                                .unwrap_or(Duration::from_nanos(1))
-                        })
-                    });
-                    group.finish();
+                    for (w, v) in ff_plan {
+                        let mut group = c.benchmark_group(w.name());
+                        group.bench_function(BenchmarkId::new(format!("aimeta/{v}"), &ds), |b| {
+                            b.iter_custom(|iters| {
+                                ff.time_iters(w, v, iters)
+                                    .unwrap_or(Duration::from_nanos(1))
+                            })
+                        });
+                        group.finish();
+                    }
                     results.records.extend(ff.records());
                 }
             }

@@ -46,7 +46,8 @@ pub struct RunArgs {
     /// PostgreSQL server URL (default: AI_META_PG_URL, else a throwaway local cluster).
     #[arg(long)]
     pg_url: Option<String>,
-    /// Skip aimeta's full-frame reproduction mode on manifest_scan.
+    /// Skip aimeta's full-frame reproduction mode (manifest_scan, manifest_get and
+    /// kvchain_lpm measured again with whole-frame reads, as in the seed report's bug).
     #[arg(long)]
     no_full_frame: bool,
 }
