@@ -241,6 +241,13 @@ pub(crate) fn lpm_variants(results: &Results) -> Chart {
          built from the engine's ordinary seeks and gets."
             .to_string(),
     ];
+    if results
+        .records
+        .iter()
+        .any(|r| r.workload == LPM && order::is_bug_repro(r.variant.as_deref()))
+    {
+        footnotes.push(FULL_FRAME_NOTE.to_string());
+    }
     if datasets.len() > 1 {
         footnotes.push(format!("Other data sets: see the {LPM} chart."));
     }
