@@ -172,11 +172,9 @@ impl Session {
         let start = Instant::now();
         match &p.data {
             Data::Manifest(m) => engine.bulk_load(&mut m.pairs().inspect(|_| progress.advance(1))),
-            Data::KvChain(_) => engine.bulk_load(
-                &mut chain_pairs
-                    .into_iter()
-                    .inspect(|_| progress.advance(1)),
-            ),
+            Data::KvChain(_) => {
+                engine.bulk_load(&mut chain_pairs.into_iter().inspect(|_| progress.advance(1)))
+            }
             Data::Graph(g) => engine.bulk_load(&mut g.pairs().inspect(|_| progress.advance(1))),
         }
         .map_err(err("bulk load"))?;
