@@ -57,15 +57,23 @@ impl LmdbEngine {
             Durability::Async => EnvFlags::NO_SYNC,
             Durability::Sync => EnvFlags::empty(),
         };
+        // LMDB's documentation advises turning readahead off when the database is larger
+        // than the memory it may use: each fault would otherwise read neighbours that evict
+        // useful pages. Its experts would set it whenever the data exceeds the budget.
+        let flags = if o.expected_data_bytes > o.cache.bytes() {
+            flags | EnvFlags::NO_READ_AHEAD
+        } else {
+            flags
+        };
         let mut eo = EnvOpenOptions::new().read_txn_without_tls();
         eo.map_size(round_map(
             o.expected_data_bytes.saturating_mul(2).max(MIN_MAP),
         ))
         .max_dbs(1);
         #[allow(unsafe_code)]
-        // SAFETY: NO_SYNC / NO_META_SYNC only weaken durability (what each Durability mode asks
-        // for; WRITE_MAP, the flag that could corrupt the file on a crash, is never set). The
-        // environment is opened once per directory by this adapter, no other code in this
+        // SAFETY: NO_SYNC / NO_META_SYNC only weaken durability (what each Durability mode
+        // asks for; WRITE_MAP, the flag that could corrupt the file on a crash, is never set);
+        // NO_READ_AHEAD only advises the kernel. The environment is opened once per directory by this adapter, no other code in this
         // process maps the file, and we never abort the process with a transaction open.
         let env = unsafe {
             eo.flags(flags);

@@ -8,7 +8,7 @@ mod ops;
 mod session;
 mod sys;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use aimeta_adapters::{Durability, EngineKind};
 use aimeta_reports::{Dataset, Provenance, Record, Results, RunConfig, Status, SCHEMA_VERSION};
@@ -390,8 +390,7 @@ fn run_engine(
                 continue;
             }
             let (warm, ops) = counts(o, w);
-            prepare(o, &s.dir)?;
-            let _guard = enter_budget(o)?;
+            let _guard = enter_budget(o, &mut s)?;
             progress.begin(
                 &format!("{} {} {} {}", s.name, ds.name, w.name(), v.unwrap_or("")),
                 ops,
@@ -410,8 +409,7 @@ fn run_engine(
         if let Ok(mut ff) = Session::load(o, kind, p, true, progress)? {
             for (w, v) in full_frame {
                 let (warm, ops) = counts(o, w);
-                prepare(o, &ff.dir)?;
-                let _guard = enter_budget(o)?;
+                let _guard = enter_budget(o, &mut ff)?;
                 progress.begin(&format!("aimeta {} {} {v}", ds.name, w.name()), ops);
                 ff.measure(w, v, warm, ops, progress)?;
                 progress.end();
@@ -430,21 +428,26 @@ pub fn counts(o: &RunOptions, w: Workload) -> (u64, u64) {
     }
 }
 
-fn prepare(o: &RunOptions, dir: &Path) -> Result<(), RunError> {
+/// Sets up a timed phase: with `--cold` or in cgroup mode the store's files leave the OS
+/// page cache; in cgroup mode the process enters the memory cgroup and the engine is
+/// reopened inside it, so that its own cache is allocated (and charged) there too: every
+/// engine then has budget + overhead for everything, its own cache and the page cache.
+/// PostgreSQL's server runs in its own processes, outside the cgroup (docs/fairness.md).
+fn enter_budget(o: &RunOptions, s: &mut Session) -> Result<Option<CgroupGuard>, RunError> {
     if o.cold || o.budget_mode == BudgetMode::Cgroup {
-        drop_from_page_cache(dir).map_err(|source| RunError::WorkDir {
-            path: dir.to_path_buf(),
+        drop_from_page_cache(&s.dir).map_err(|source| RunError::WorkDir {
+            path: s.dir.clone(),
             source,
         })?;
     }
-    Ok(())
-}
-
-fn enter_budget(o: &RunOptions) -> Result<Option<CgroupGuard>, RunError> {
     match o.budget_mode {
         BudgetMode::Engine => Ok(None),
         BudgetMode::Cgroup => {
-            CgroupGuard::enter(o.scale.budget_bytes + CGROUP_OVERHEAD_BYTES).map(Some)
+            let guard = CgroupGuard::enter(o.scale.budget_bytes + CGROUP_OVERHEAD_BYTES)?;
+            if s.kind() != EngineKind::Postgres {
+                s.reopen(o)?;
+            }
+            Ok(Some(guard))
         }
     }
 }

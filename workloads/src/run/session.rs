@@ -198,6 +198,11 @@ impl Session {
         }))
     }
 
+    /// Which engine this is.
+    pub fn kind(&self) -> EngineKind {
+        self.kind
+    }
+
     /// The loaded engine.
     pub fn engine(&self) -> Result<&dyn KvEngine, RunError> {
         self.engine.as_deref().ok_or_else(|| self.closed())
