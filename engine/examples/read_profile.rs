@@ -210,6 +210,15 @@ fn bisect(tree: &Tree, q: &[u8], out: &mut Vec<u8>) -> Option<usize> {
     (lo > 0).then(|| cands[lo - 1])
 }
 
+/// Nanoseconds this thread has run on a CPU (Linux schedstat), or 0: on a shared machine
+/// it excludes time spent waiting for a core, unlike the wall clock.
+fn cpu_ns() -> u64 {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
+
 /// The timed run: `valgrind --tool=callgrind --toggle-collect='*timed*'` counts only it.
 #[inline(never)]
 fn timed(tree: &Tree, op: &str, keys: &[Vec<u8>]) -> u64 {
@@ -273,15 +282,18 @@ fn main() {
             let (warm_keys, keys) = keys.split_at(warm);
             let check = measure(&tree, op, warm_keys);
             let before = tree.metrics();
+            let cpu = cpu_ns();
             let t = Instant::now();
             let sum = timed(&tree, op, keys);
             let el = t.elapsed();
+            let cpu = cpu_ns() - cpu;
             let m = tree.metrics().since(&before);
             let per = |x: u64| x as f64 / keys.len().max(1) as f64;
             println!(
-                "{op} on {}: {:.0} ns/op, {:.3} page hits/op, {:.3} pages read/op, {:.3} evictions/op, resident {}/{} (check {})",
+                "{op} on {}: {:.0} ns/op, {:.0} cpu ns/op, {:.3} page hits/op, {:.3} pages read/op, {:.3} evictions/op, resident {}/{} (check {})",
                 args[2],
                 el.as_nanos() as f64 / keys.len().max(1) as f64,
+                per(cpu),
                 per(m.bm_read_page_hits),
                 per(m.bm_pages_read),
                 per(m.bm_evictions),
