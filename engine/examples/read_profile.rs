@@ -122,10 +122,13 @@ fn build(sh: Shape, dir: &Path) {
         }
     };
     let m = tree.metrics();
+    let c = tree.check_integrity().expect("check");
     println!(
-        "built {n} entries, height {}, {} pages, {:.1} MiB on disk, {:.2?}",
+        "built {n} entries, height {}, {} pages ({} inner, {} leaves), {:.1} MiB on disk, {:.2?}",
         m.height,
         m.file_pages,
+        c.inner_pages,
+        c.leaf_pages,
         tree.size_on_disk().expect("size") as f64 / (1 << 20) as f64,
         t.elapsed()
     );
@@ -146,6 +149,11 @@ fn workload(sh: Shape, op: &str, n: usize) -> Vec<Vec<u8>> {
             let all = chains(c);
             let firsts: std::collections::HashSet<&[u8]> =
                 all.iter().map(|k| &k[..ROOT.len() + 9]).collect();
+            // READ_PROFILE_HITS=100 (or 0) changes the share of queries that extend a chain.
+            let hits: u64 = std::env::var("READ_PROFILE_HITS")
+                .ok()
+                .and_then(|h| h.parse().ok())
+                .unwrap_or(80);
             (0..n)
                 .map(|_| {
                     let k = &all[rng.below(all.len() as u64) as usize];
@@ -154,7 +162,7 @@ fn workload(sh: Shape, op: &str, n: usize) -> Vec<Vec<u8>> {
                         let l = 1 + rng.below(depth as u64) as usize;
                         return k[..ROOT.len() + 9 * l].to_vec();
                     }
-                    if rng.below(100) < 80 {
+                    if rng.below(100) < hits {
                         let mut q = k.clone();
                         for _ in 0..2 {
                             q.extend_from_slice(format!("/{:08x}", rng.next() as u32).as_bytes());

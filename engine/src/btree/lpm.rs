@@ -137,6 +137,7 @@ pub fn longest_prefix_in<R>(
             .unwrap_or(0),
     };
     let mut held: Option<(Held<'_>, Option<(Held<'_>, usize)>)> = None;
+    let mut fresh = true;
     let mut len = query.len();
     while len > 0 {
         let q = &query[..len];
@@ -151,6 +152,12 @@ pub fn longest_prefix_in<R>(
             None => false,
         };
         if !inside {
+            // Below every key: no prefix of q is stored (the usual end of a miss, which
+            // would otherwise descend to the first leaf to find nothing).
+            if !fresh && v.first_key(pool)?.is_none_or(|k| q < k) {
+                return Ok(None);
+            }
+            fresh = false;
             held = Some(descend(pool, v, root, q)?);
         }
         let Some((leaf, fence)) = &held else {
@@ -162,10 +169,19 @@ pub fn longest_prefix_in<R>(
             Err(i) if i > 0 => {
                 let (prefix, suffix) = (view.prefix(), view.suffix(i - 1));
                 let klen = prefix.len() + suffix.len();
-                let m = lcp_prefixed(prefix, suffix, q);
-                if m == klen && snap(klen) == klen {
+                // The usual answer: the predecessor is a prefix of q (two equality
+                // tests, cheaper than measuring the common prefix of long keys).
+                let is_prefix = q.len() >= klen
+                    && q[..prefix.len()] == *prefix
+                    && q[prefix.len()..klen] == *suffix;
+                if is_prefix && snap(klen) == klen {
                     return f(&query[..klen], view.value(i - 1)).map(Some);
                 }
+                let m = if is_prefix {
+                    klen
+                } else {
+                    lcp_prefixed(prefix, suffix, q)
+                };
                 len = snap(m.min(len - 1));
             }
             // No key of the leaf is <= q: every stored key <= q is below the fence F,

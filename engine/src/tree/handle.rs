@@ -300,12 +300,7 @@ impl Tree {
         w.seq = seq;
         sh.publish(
             &mut w,
-            Version {
-                seq,
-                root,
-                height: loaded.height,
-                entries: loaded.entries,
-            },
+            Version::new(seq, root, loaded.height, loaded.entries),
         );
         drop(w);
         sh.checkpoint()?;
