@@ -11,10 +11,15 @@
 //! over candidate lengths with point gets, which needs every prefix of a stored key to be
 //! stored too.
 
+use std::cmp::Ordering;
+use std::sync::Arc;
+
 use super::cursor::SeekLe;
-use super::Cursor;
+use super::read::child;
+use super::{Cursor, Version};
 use crate::error::Result;
-use crate::page::lcp;
+use crate::page::{cmp_prefixed, lcp, ValueCell};
+use crate::pool::{Access, BufferPool, Page};
 
 /// Leaves the cursor on the longest stored prefix of `query` and returns its length, or
 /// returns None when no stored key is a prefix of `query`. With a `boundary` byte, only
@@ -54,4 +59,220 @@ pub fn longest_prefix(
         }
     }
     Ok(None)
+}
+
+/// A page a lookup holds: the root borrowed from the version, or a child from the pool.
+enum Held<'a> {
+    Root(&'a Page),
+    Child(Arc<Page>),
+}
+
+impl std::ops::Deref for Held<'_> {
+    type Target = Page;
+    #[inline]
+    fn deref(&self) -> &Page {
+        match self {
+            Held::Root(p) => p,
+            Held::Child(p) => p,
+        }
+    }
+}
+
+/// Length of the common prefix of `prefix ++ suffix` and `q`.
+#[inline]
+fn lcp_prefixed(prefix: &[u8], suffix: &[u8], q: &[u8]) -> usize {
+    let m = lcp(prefix, q);
+    if m < prefix.len() {
+        m
+    } else {
+        m + lcp(suffix, &q[m..])
+    }
+}
+
+/// Descends to the leaf whose range holds `q`; also returns the leaf's lower fence, as
+/// the deepest ancestor that did not take its first child and the child it took.
+#[allow(clippy::type_complexity)]
+fn descend<'a>(
+    pool: &BufferPool,
+    v: &'a Version,
+    root: &'a Page,
+    q: &[u8],
+) -> Result<(Held<'a>, Option<(Held<'a>, usize)>)> {
+    let mut page = Held::Root(root);
+    let mut fence = None;
+    for level in (0..v.height - 1).rev() {
+        let idx = page.inner().search(q);
+        let next = child(pool, &page, idx, level, Access::Walk)?;
+        if idx > 0 {
+            fence = Some((page, idx));
+        }
+        page = Held::Child(next);
+    }
+    Ok((page, fence))
+}
+
+/// The longest-prefix lookup of [`longest_prefix`] on `v` without a cursor: no
+/// allocation, no copy of keys (a stored prefix of `query` is `query[..len]`), and no
+/// page held beyond the current leaf and the ancestor that bounds it. Later rounds
+/// search the same leaf again whenever the shortened query is still inside its range
+/// (at or above its lower fence), and descend from the root only when it falls below.
+/// Calls `f` with the answer's key and value cell.
+pub fn longest_prefix_in<R>(
+    pool: &BufferPool,
+    v: &Version,
+    query: &[u8],
+    boundary: Option<u8>,
+    f: impl FnOnce(&[u8], ValueCell<'_>) -> Result<R>,
+) -> Result<Option<R>> {
+    let Some(root) = &v.root else {
+        return Ok(None);
+    };
+    // The longest allowed candidate length <= n.
+    let snap = |n: usize| match boundary {
+        None => n,
+        Some(_) if n == query.len() => n,
+        Some(d) => query[..=n.min(query.len() - 1)]
+            .iter()
+            .rposition(|&b| b == d)
+            .unwrap_or(0),
+    };
+    let mut held: Option<(Held<'_>, Option<(Held<'_>, usize)>)> = None;
+    let mut fresh = true;
+    let mut len = query.len();
+    while len > 0 {
+        let q = &query[..len];
+        // The leaf's range is [fence, upper): `q` is below the upper bound because it is
+        // a proper prefix of the query the leaf was found for.
+        let inside = match &held {
+            Some((_, None)) => true,
+            Some((_, Some((p, idx)))) => {
+                let inner = p.inner();
+                cmp_prefixed(inner.prefix(), inner.sep_suffix(*idx), q) != Ordering::Greater
+            }
+            None => false,
+        };
+        if !inside {
+            // Below every key: no prefix of q is stored (the usual end of a miss, which
+            // would otherwise descend to the first leaf to find nothing).
+            if !fresh && v.first_key(pool)?.is_none_or(|k| q < k) {
+                return Ok(None);
+            }
+            fresh = false;
+            held = Some(descend(pool, v, root, q)?);
+        }
+        let Some((leaf, fence)) = &held else {
+            return Ok(None);
+        };
+        let view = leaf.leaf();
+        match view.search(q) {
+            Ok(i) => return f(q, view.value(i)).map(Some),
+            Err(i) if i > 0 => {
+                let (prefix, suffix) = (view.prefix(), view.suffix(i - 1));
+                let klen = prefix.len() + suffix.len();
+                // The usual answer: the predecessor is a prefix of q (two equality
+                // tests, cheaper than measuring the common prefix of long keys).
+                let is_prefix = q.len() >= klen
+                    && q[..prefix.len()] == *prefix
+                    && q[prefix.len()..klen] == *suffix;
+                if is_prefix && snap(klen) == klen {
+                    return f(&query[..klen], view.value(i - 1)).map(Some);
+                }
+                let m = if is_prefix {
+                    klen
+                } else {
+                    lcp_prefixed(prefix, suffix, q)
+                };
+                len = snap(m.min(len - 1));
+            }
+            // No key of the leaf is <= q: every stored key <= q is below the fence F,
+            // and lcp(pred, q) <= lcp(F, q); F itself is not a candidate when it is a
+            // prefix of q, since it would be in this leaf.
+            Err(_) => {
+                let Some((p, idx)) = fence else {
+                    return Ok(None);
+                };
+                let inner = p.inner();
+                let (prefix, suffix) = (inner.prefix(), inner.sep_suffix(*idx));
+                let m = lcp_prefixed(prefix, suffix, q);
+                let flen = prefix.len() + suffix.len();
+                len = snap(if m == flen { m.saturating_sub(1) } else { m }.min(len - 1));
+            }
+        }
+    }
+    Ok(None)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use super::*;
+    use crate::tree::{Tree, TreeConfig};
+
+    /// xorshift, so the test needs no seed file.
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+        /// A key over a 3-letter alphabet with '/' separators, so that many keys are
+        /// prefixes of each other and many are not.
+        fn key(&mut self, max: u64) -> Vec<u8> {
+            let len = 1 + self.next() % max;
+            (0..len)
+                .map(|_| b"ab/c"[(self.next() % 4) as usize])
+                .collect()
+        }
+    }
+
+    fn brute(keys: &BTreeSet<Vec<u8>>, q: &[u8], boundary: Option<u8>) -> Option<usize> {
+        (1..=q.len())
+            .rev()
+            .find(|&l| keys.contains(&q[..l]) && boundary.is_none_or(|d| l == q.len() || q[l] == d))
+    }
+
+    #[test]
+    fn cursorless_lookup_agrees_with_the_cursor_and_brute_force() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let tree = Tree::open(TreeConfig::new(dir.path()).cache_bytes(16 * 4096)).expect("open");
+        let mut rng = Rng(0x2545_F491_4F6C_DD1D);
+        let mut keys = BTreeSet::new();
+        while keys.len() < 20_000 {
+            // Long shared heads make deep trees with long separators.
+            let mut k = b"kv/llama70b/".repeat((rng.next() % 3) as usize);
+            k.extend(rng.key(40));
+            keys.insert(k);
+        }
+        tree.bulk_load(keys.iter().map(|k| (k, k))).expect("load");
+        let sh = &tree.shared;
+        let v = sh.current.load_full();
+        assert!(v.height >= 3, "height {}", v.height);
+        let list: Vec<Vec<u8>> = keys.iter().cloned().collect();
+        for n in 0..4000 {
+            let q = if n % 3 == 0 {
+                let mut q = list[(rng.next() % list.len() as u64) as usize].clone();
+                q.extend(rng.key(6));
+                q
+            } else {
+                let mut k = b"kv/llama70b/".repeat((rng.next() % 3) as usize);
+                k.extend(rng.key(50));
+                k
+            };
+            for boundary in [None, Some(b'/')] {
+                let want = brute(&keys, &q, boundary);
+                let got = longest_prefix_in(&sh.pool, &v, &q, boundary, |k, cell| {
+                    assert_eq!(cell, ValueCell::Inline(k));
+                    Ok(k.len())
+                })
+                .expect("lookup");
+                assert_eq!(got, want, "query {:?}", String::from_utf8_lossy(&q));
+                let mut cursor = Cursor::new(sh.pool.clone(), v.clone(), Access::Walk, 0);
+                let old = longest_prefix(&mut cursor, &q, boundary).expect("cursor lookup");
+                assert_eq!(old, want, "query {:?}", String::from_utf8_lossy(&q));
+            }
+        }
+    }
 }

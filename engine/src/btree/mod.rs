@@ -16,7 +16,7 @@ pub use bulk::{bulk_load, Loaded as BulkLoaded};
 pub use check::{check_tree, CheckReport};
 pub use cursor::{Cursor, Direction, ScanBounds};
 pub use keys::{prefix_successor, KeyItem, ListState};
-pub use lpm::longest_prefix;
+pub use lpm::{longest_prefix, longest_prefix_in};
 pub use read::{count_range, get_value, leaf_page_of, read_value};
 pub use version::Version;
 pub use write::{Committed, Mutation, WriteTxn};

@@ -1,8 +1,10 @@
 //! A committed version of the tree: what a snapshot sees.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
-use crate::pool::Page;
+use super::read::child;
+use crate::error::Result;
+use crate::pool::{Access, BufferPool, Page};
 
 /// The tree as of one commit. Readers hold it for the life of a snapshot; its root page
 /// stays pinned in memory while it is the current version.
@@ -16,16 +18,51 @@ pub struct Version {
     pub height: u32,
     /// Entries in the tree.
     pub entries: u64,
+    /// The smallest key, found on first use (None: the tree holds no key).
+    first_key: OnceLock<Option<Box<[u8]>>>,
 }
 
 impl Version {
-    /// The empty tree as of commit `seq`.
-    pub fn empty(seq: u64) -> Self {
+    /// The tree as of commit `seq`.
+    pub fn new(seq: u64, root: Option<Arc<Page>>, height: u32, entries: u64) -> Self {
         Version {
             seq,
-            root: None,
-            height: 0,
-            entries: 0,
+            root,
+            height,
+            entries,
+            first_key: OnceLock::new(),
         }
+    }
+
+    /// The empty tree as of commit `seq`.
+    pub fn empty(seq: u64) -> Self {
+        Version::new(seq, None, 0, 0)
+    }
+
+    /// The smallest key of this version (None when it holds none): one descent along
+    /// the first children the first time, then kept. Longest-prefix lookups use it to
+    /// stop as soon as a candidate is below every key, instead of descending to the
+    /// first leaf to find nothing there.
+    pub fn first_key(&self, pool: &BufferPool) -> Result<Option<&[u8]>> {
+        if let Some(k) = self.first_key.get() {
+            return Ok(k.as_deref());
+        }
+        let key = match &self.root {
+            None => None,
+            Some(root) => {
+                let mut page = root.clone();
+                for level in (0..self.height - 1).rev() {
+                    page = child(pool, &page, 0, level, Access::Walk)?;
+                }
+                let leaf = page.leaf();
+                (!leaf.is_empty()).then(|| {
+                    let mut k = Vec::with_capacity(leaf.prefix().len() + leaf.suffix(0).len());
+                    leaf.key_into(0, &mut k);
+                    k.into_boxed_slice()
+                })
+            }
+        };
+        let _ = self.first_key.set(key);
+        Ok(self.first_key.get().and_then(|k| k.as_deref()))
     }
 }

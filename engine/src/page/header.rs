@@ -170,7 +170,29 @@ pub fn query_rest<'q>(prefix: &[u8], q: &'q [u8]) -> Result<&'q [u8], std::cmp::
 /// Length of the longest common prefix of two byte strings.
 #[inline]
 pub fn lcp(a: &[u8], b: &[u8]) -> usize {
-    a.iter().zip(b).take_while(|(x, y)| x == y).count()
+    // A word at a time: longest-prefix lookups take the common prefix of long chain keys.
+    let n = a.len().min(b.len());
+    let mut i = 0;
+    while i + 8 <= n {
+        let d = be_word(a, i) ^ be_word(b, i);
+        if d != 0 {
+            return i + (d.leading_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    while i < n && a[i] == b[i] {
+        i += 1;
+    }
+    i
+}
+
+/// Reads 8 bytes at `at` as a big-endian word, so that the first differing byte of two
+/// words is their highest differing bit.
+#[inline(always)]
+fn be_word(s: &[u8], at: usize) -> u64 {
+    let mut b = [0u8; 8];
+    b.copy_from_slice(&s[at..at + 8]);
+    u64::from_be_bytes(b)
 }
 
 /// Reads a little-endian u16 at `at`.
@@ -216,6 +238,25 @@ pub fn write_u64(buf: &mut [u8], at: usize, v: u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lcp_agrees_with_the_bytewise_definition() {
+        let slow = |a: &[u8], b: &[u8]| a.iter().zip(b).take_while(|(x, y)| x == y).count();
+        for len in 0..40usize {
+            let base: Vec<u8> = (0..len as u8).map(|i| i.wrapping_mul(37)).collect();
+            assert_eq!(lcp(&base, &base), len);
+            for pos in 0..len {
+                for delta in [1u8, 0x80, 0xFF] {
+                    let mut c = base.clone();
+                    c[pos] = c[pos].wrapping_add(delta);
+                    assert_eq!(lcp(&base, &c), pos);
+                    assert_eq!(lcp(&c, &base), slow(&c, &base));
+                    assert_eq!(lcp(&base[..pos], &c), pos);
+                    assert_eq!(lcp(&c[..len / 2], &base), slow(&c[..len / 2], &base));
+                }
+            }
+        }
+    }
 
     #[test]
     fn header_is_32_bytes_and_checksum_catches_a_flipped_bit() {

@@ -132,12 +132,12 @@ impl<'a> InnerView<'a> {
         if Slotted::new(buf).n == 0 {
             return Err("inner page with no child".into());
         }
-        Slotted::validate(buf, "inner", INNER_CELL_FIXED, |i, c| {
-            let child = read_u64(buf, c + CHILD_AT);
+        Slotted::validate(buf, "inner", INNER_CELL_FIXED, |i, c, fixed| {
+            let child = read_u64(fixed, CHILD_AT);
             if child < 2 {
                 return Err(format!("inner cell {i} points at reserved page {child}"));
             }
-            Ok(c + INNER_CELL_FIXED + read_u16(buf, c) as usize)
+            Ok(c + INNER_CELL_FIXED + read_u16(fixed, 0) as usize)
         })
     }
 

@@ -145,9 +145,9 @@ impl<'a> LeafView<'a> {
     /// cannot read out of bounds. Called once when a page enters memory.
     pub fn validate(buf: &[u8]) -> Result<(), String> {
         let plen = Slotted::new(buf).plen;
-        Slotted::validate(buf, "leaf", LEAF_CELL_FIXED, |i, c| {
-            let sl = read_u16(buf, c) as usize;
-            let word = read_u32(buf, c + 2);
+        Slotted::validate(buf, "leaf", LEAF_CELL_FIXED, |i, c, fixed| {
+            let sl = read_u16(fixed, 0) as usize;
+            let word = read_u32(fixed, 2);
             let payload = if word & OVERFLOW_BIT != 0 {
                 size_of::<u64>()
             } else {

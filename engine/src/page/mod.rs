@@ -16,8 +16,8 @@ pub use freelist::{
     decode_freelist_page, encode_freelist_pages, freelist_pages_needed, FREELIST_EXTENT_LEN,
 };
 pub use header::{
-    lcp, read_u16, read_u32, read_u64, seal, verify, write_u16, write_u32, write_u64, PageHeader,
-    PageId, PageKind, HEADER_LEN,
+    cmp_prefixed, lcp, read_u16, read_u32, read_u64, seal, verify, write_u16, write_u32, write_u64,
+    PageHeader, PageId, PageKind, HEADER_LEN,
 };
 pub use inner::{InnerNode, InnerView, INNER_CELL_FIXED, INNER_FIXED};
 pub use leaf::{LeafEntry, LeafNode, LeafView, Value, ValueCell, LEAF_CELL_FIXED, LEAF_FIXED};

@@ -56,31 +56,35 @@ impl<'a> Slotted<'a> {
     }
 
     /// Checks that the slot array and every cell lie inside the page. `cell_fixed` is the
-    /// size of a cell before its variable part; `cell_end(i, offset)` returns where cell
-    /// `i` ends, or why it is invalid. `what` names the page kind in messages.
+    /// size of a cell before its variable part; `cell_end(i, offset, fixed)` gets those
+    /// first `cell_fixed` bytes of cell `i` and returns where the cell ends, or why it is
+    /// invalid. `what` names the page kind in messages. Runs on every page read, so the
+    /// loop walks the slot array directly and hands out the fixed part as one slice.
+    #[inline]
     pub fn validate(
         buf: &[u8],
         what: &str,
         cell_fixed: usize,
-        cell_end: impl Fn(usize, usize) -> Result<usize, String>,
+        cell_end: impl Fn(usize, usize, &[u8]) -> Result<usize, String>,
     ) -> Result<(), String> {
         let len = buf.len();
         let s = Slotted::new(buf);
-        let slots_end = SLOTTED_FIXED + s.plen + SLOT * s.n;
+        let slots_start = SLOTTED_FIXED + s.plen;
+        let slots_end = slots_start + SLOT * s.n;
         if slots_end > len {
             return Err(format!(
                 "{what} header claims {} entries and a {}-byte prefix, more than the page holds",
                 s.n, s.plen
             ));
         }
-        for i in 0..s.n {
-            let c = s.cell(i);
-            if c < slots_end || c + cell_fixed > len {
+        for (i, slot) in buf[slots_start..slots_end].chunks_exact(SLOT).enumerate() {
+            let c = u16::from_le_bytes([slot[0], slot[1]]) as usize;
+            let Some(fixed) = buf.get(c..c + cell_fixed).filter(|_| c >= slots_end) else {
                 return Err(format!(
                     "{what} slot {i} points outside the cell area ({c})"
                 ));
-            }
-            if cell_end(i, c)? > len {
+            };
+            if cell_end(i, c, fixed)? > len {
                 return Err(format!("{what} cell {i} runs past the end of the page"));
             }
         }

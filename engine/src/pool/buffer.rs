@@ -55,7 +55,13 @@ pub struct BufferPool {
     scan_io: ScanIo,
     next_gen: AtomicU64,
     writeback_failed: Mutex<Option<String>>,
+    /// Buffers of evicted pages that no reader held, reused by the next misses instead of
+    /// allocating (and zeroing) a new page buffer each time.
+    spare: Mutex<Vec<Box<[u8]>>>,
 }
+
+/// Spare page buffers kept at most.
+const SPARE_BUFFERS: usize = 16;
 
 impl std::fmt::Debug for BufferPool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -85,6 +91,7 @@ impl BufferPool {
             scan_io: cfg.scan_io,
             next_gen: AtomicU64::new(1),
             writeback_failed: Mutex::new(None),
+            spare: Mutex::new(Vec::with_capacity(SPARE_BUFFERS)),
         }
     }
 
@@ -184,7 +191,11 @@ impl BufferPool {
     fn read_page(&self, id: PageId) -> Result<Arc<Page>> {
         self.check_id(id)?;
         let ps = self.geo.page_bytes();
-        let mut buf = vec![0u8; ps].into_boxed_slice();
+        // A spare buffer holds an old image; the read overwrites all of it or fails.
+        let mut buf = match lock(&self.spare).pop() {
+            Some(b) => b,
+            None => vec![0u8; ps].into_boxed_slice(),
+        };
         self.storage.read_at(&mut buf, self.geo.offset(id))?;
         self.counters.add(Counter::BytesRead, ps as u64);
         self.counters.add(Counter::PagesRead, 1);
@@ -390,6 +401,21 @@ impl BufferPool {
                 self.counters.add(Counter::Evictions, 1);
                 if from_small {
                     ev.remember(id);
+                }
+                self.recycle(page);
+            }
+        }
+    }
+
+    /// Keeps the buffer of an evicted page for the next miss when no reader holds the
+    /// page any more (a reader that still does frees it when it lets go).
+    fn recycle(&self, page: Arc<Page>) {
+        if let Some(p) = Arc::into_inner(page) {
+            let buf = p.into_buf();
+            if buf.len() == self.geo.page_bytes() {
+                let mut spare = lock(&self.spare);
+                if spare.len() < SPARE_BUFFERS {
+                    spare.push(buf);
                 }
             }
         }

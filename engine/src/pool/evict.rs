@@ -8,10 +8,41 @@
 //! the table was discarded or replaced and is skipped.
 
 use std::collections::{HashSet, VecDeque};
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::Ordering;
 
 use super::Page;
 use crate::page::{PageId, PageKind};
+
+/// Hashes page numbers with one multiplication (Fibonacci hashing): the ghost set is
+/// updated on every eviction from the small queue, under the pool's miss lock, where
+/// SipHash cost more than the rest of the bookkeeping. Page numbers are not chosen by
+/// an adversary.
+#[derive(Default)]
+pub struct PageIdHasher(u64);
+
+impl Hasher for PageIdHasher {
+    #[inline]
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+    #[inline]
+    fn write_u64(&mut self, n: u64) {
+        // High bits feed the table index (hashbrown uses the top 7 for its tags and the
+        // low bits for the bucket), so fold the product's high half down.
+        let h = (self.0 ^ n).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        self.0 = h ^ (h >> 32);
+    }
+}
+
+/// A set of page numbers hashed with [`PageIdHasher`].
+type IdSet = HashSet<PageId, BuildHasherDefault<PageIdHasher>>;
 
 /// What the policy decided about the page at the head of a queue.
 pub enum Verdict {
@@ -32,7 +63,7 @@ pub struct Evictor {
     small: VecDeque<(PageId, u64)>,
     main: VecDeque<(PageId, u64)>,
     ghost: VecDeque<PageId>,
-    ghost_set: HashSet<PageId>,
+    ghost_set: IdSet,
     /// Frames cached whole by the full-frame reproduction mode, oldest first: (first
     /// page, pages). They are evicted first-in first-out, a whole frame at a time.
     pub frames: VecDeque<(PageId, u64)>,
@@ -49,7 +80,7 @@ impl Evictor {
             small: VecDeque::new(),
             main: VecDeque::new(),
             ghost: VecDeque::new(),
-            ghost_set: HashSet::new(),
+            ghost_set: IdSet::default(),
             frames: VecDeque::new(),
             resident: 0,
         }

@@ -72,6 +72,11 @@ impl Page {
         self.gen
     }
 
+    /// Gives the image buffer back, for reuse by the next miss.
+    pub(crate) fn into_buf(self) -> Box<[u8]> {
+        self.buf
+    }
+
     /// The page bytes.
     #[inline]
     pub fn bytes(&self) -> &[u8] {

@@ -160,7 +160,7 @@ impl Tree {
 
     /// The longest stored key that is a prefix of `query`, with its value.
     pub fn longest_prefix_record(&self, query: &[u8]) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
-        self.snapshot().longest_prefix_record(query)
+        self.longest_prefix_with(query, None, |k, v| (k.to_vec(), v.to_vec()))
     }
 
     /// The longest stored key that is a prefix of `query` ending at a `boundary` byte of
@@ -170,7 +170,20 @@ impl Tree {
         query: &[u8],
         boundary: u8,
     ) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
-        self.snapshot().longest_prefix_record_at(query, boundary)
+        self.longest_prefix_with(query, Some(boundary), |k, v| (k.to_vec(), v.to_vec()))
+    }
+
+    /// Calls `f` with the longest stored prefix of `query` (ending at a `boundary` byte of
+    /// `query` when one is given) and its value, without copies and without taking a
+    /// snapshot.
+    pub fn longest_prefix_with<R>(
+        &self,
+        query: &[u8],
+        boundary: Option<u8>,
+        f: impl FnOnce(&[u8], &[u8]) -> R,
+    ) -> Result<Option<R>> {
+        let v = self.shared.current.load();
+        super::snapshot::longest_prefix_on(&self.shared.pool, &v, query, boundary, f)
     }
 
     /// Entries whose keys lie within `range`: two descents, whatever its size.
@@ -287,12 +300,7 @@ impl Tree {
         w.seq = seq;
         sh.publish(
             &mut w,
-            Version {
-                seq,
-                root,
-                height: loaded.height,
-                entries: loaded.entries,
-            },
+            Version::new(seq, root, loaded.height, loaded.entries),
         );
         drop(w);
         sh.checkpoint()?;

@@ -175,12 +175,7 @@ pub fn open(cfg: &TreeConfig) -> Result<Opened> {
         Some(page)
     };
     Ok(Opened {
-        version: Version {
-            seq: sb.seq,
-            root,
-            height: sb.height,
-            entries: sb.entries,
-        },
+        version: Version::new(sb.seq, root, sb.height, sb.entries),
         pool,
         alloc,
         superblock: sb,

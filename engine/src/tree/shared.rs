@@ -138,12 +138,7 @@ impl Shared {
         w.seq = seq;
         self.publish(
             &mut w,
-            Version {
-                seq,
-                root: committed.root,
-                height: committed.height,
-                entries: committed.entries,
-            },
+            Version::new(seq, committed.root, committed.height, committed.entries),
         );
         let full = self.logging() && self.wal.pending_bytes() >= self.checkpoint_log_bytes;
         drop(w);
@@ -187,15 +182,7 @@ impl Shared {
         }
         let c = txn.commit()?;
         w.seq = rec.seq;
-        self.publish(
-            &mut w,
-            Version {
-                seq: rec.seq,
-                root: c.root,
-                height: c.height,
-                entries: c.entries,
-            },
-        );
+        self.publish(&mut w, Version::new(rec.seq, c.root, c.height, c.entries));
         self.stats.replayed.fetch_add(1, Ordering::Relaxed);
         Ok(())
     }

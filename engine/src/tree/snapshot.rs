@@ -7,9 +7,9 @@ use super::handle::as_ref_bound;
 use super::keys::KeysBuilder;
 use super::range::RangeBuilder;
 use super::shared::Shared;
-use crate::btree::{self, prefix_successor, Cursor, Version};
+use crate::btree::{self, prefix_successor, Version};
 use crate::error::Result;
-use crate::pool::Access;
+use crate::page::ValueCell;
 
 /// A read view of one commit. Holding it keeps the pages of that commit from being
 /// reused, so drop it when done.
@@ -99,26 +99,7 @@ impl Snapshot {
         boundary: Option<u8>,
         f: impl FnOnce(&[u8], &[u8]) -> R,
     ) -> Result<Option<R>> {
-        let mut cursor = Cursor::new(
-            self.shared.pool.clone(),
-            self.version.clone(),
-            Access::Walk,
-            0,
-        );
-        if btree::longest_prefix(&mut cursor, query, boundary)?.is_none() {
-            return Ok(None);
-        }
-        let Some(cell) = cursor.value() else {
-            return Ok(None);
-        };
-        match cell {
-            crate::page::ValueCell::Inline(v) => Ok(Some(f(cursor.key(), v))),
-            other => {
-                let mut buf = Vec::new();
-                btree::read_value(cursor.pool(), other, &mut buf)?;
-                Ok(Some(f(cursor.key(), &buf)))
-            }
-        }
+        longest_prefix_on(&self.shared.pool, &self.version, query, boundary, f)
     }
 
     /// Entries whose keys lie within `range`.
@@ -163,4 +144,24 @@ pub(crate) fn count_in<K: AsRef<[u8]>, R: RangeBounds<K>>(
         range.start_bound().map(|k| k.as_ref()),
         range.end_bound().map(|k| k.as_ref()),
     )
+}
+
+/// The longest stored prefix of `query` in `v` (ending at a `boundary` byte of `query`
+/// when one is given) and its value, passed to `f`; overflow values are read into a
+/// temporary buffer. No cursor and no allocation for inline values.
+pub(crate) fn longest_prefix_on<R>(
+    pool: &crate::pool::BufferPool,
+    v: &Version,
+    query: &[u8],
+    boundary: Option<u8>,
+    f: impl FnOnce(&[u8], &[u8]) -> R,
+) -> Result<Option<R>> {
+    btree::longest_prefix_in(pool, v, query, boundary, |k, cell| match cell {
+        ValueCell::Inline(bytes) => Ok(f(k, bytes)),
+        other => {
+            let mut buf = Vec::new();
+            btree::read_value(pool, other, &mut buf)?;
+            Ok(f(k, &buf))
+        }
+    })
 }

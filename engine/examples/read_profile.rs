@@ -1,0 +1,315 @@
+//! Read-path profile: builds the benchmark shapes once, then times one read operation.
+//!
+//! ```text
+//! read_profile build <shape> <dir>               bulk-load a shape into <dir>
+//! read_profile run <shape> <dir> <op> <n> [warm] time <n> ops after <warm> warm-up ops
+//! ```
+//!
+//! Shapes: `manifest` (200 shards x 10,000 samples, 24-byte values), `manifest-fits`
+//! (20 shards), `kvchain` (30,000 chains of 4..=32 levels, 40-byte values, prefix-closed),
+//! `kvchain-fits` (2,000 chains). Ops: `get` (a random stored key), `lpm`
+//! (`longest_prefix_with`, any prefix), `lpm_at` (prefixes ending at '/'), `bisect`
+//! (binary search over the query's '/' depths with point gets). Longest-prefix queries
+//! extend a stored chain by two phantom levels (80 %) or fall between chains (20 %).
+//! The pool budget is 16 MiB with asynchronous log durability, as in the harness.
+//! Everything is deterministic (fixed seeds). The timed loop runs under `timed`, so that
+//! `valgrind --tool=callgrind --toggle-collect='*timed*'` counts only it.
+
+use std::hint::black_box;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use aimeta_engine::{Durability, Tree, TreeConfig};
+
+const CACHE_BYTES: u64 = 16 << 20;
+const ROOT: &[u8] = b"kv/llama70b";
+
+/// xorshift64*.
+struct Rng(u64);
+
+impl Rng {
+    fn new(seed: u64) -> Self {
+        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+    }
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        ((u128::from(self.next()) * u128::from(n)) >> 64) as u64
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Shape {
+    Manifest { shards: u32 },
+    KvChain { chains: u32 },
+}
+
+fn shape(name: &str) -> Shape {
+    match name {
+        "manifest" => Shape::Manifest { shards: 200 },
+        "manifest-fits" => Shape::Manifest { shards: 20 },
+        "kvchain" => Shape::KvChain { chains: 30_000 },
+        "kvchain-fits" => Shape::KvChain { chains: 2_000 },
+        other => panic!("unknown shape {other}"),
+    }
+}
+
+const SAMPLES: u32 = 10_000;
+
+fn manifest_key(s: u32, i: u32) -> Vec<u8> {
+    format!("ds/laion/shard-{s:05}/sample-{i:08}").into_bytes()
+}
+
+/// Full-depth key of every chain.
+fn chains(n: u32) -> Vec<Vec<u8>> {
+    let mut rng = Rng::new(7);
+    (0..n)
+        .map(|_| {
+            let depth = 4 + rng.below(29);
+            let mut k = ROOT.to_vec();
+            for _ in 0..depth {
+                k.extend_from_slice(format!("/{:08x}", rng.next() as u32).as_bytes());
+            }
+            k
+        })
+        .collect()
+}
+
+fn open(dir: &Path) -> Tree {
+    Tree::open(
+        TreeConfig::new(dir)
+            .cache_bytes(CACHE_BYTES)
+            .durability(Durability::Wal { sync: false }),
+    )
+    .expect("open")
+}
+
+fn build(sh: Shape, dir: &Path) {
+    let _ = std::fs::remove_dir_all(dir);
+    std::fs::create_dir_all(dir).expect("mkdir");
+    let tree = open(dir);
+    let t = Instant::now();
+    let n = match sh {
+        Shape::Manifest { shards } => {
+            let items = (0..shards).flat_map(|s| {
+                (0..SAMPLES).map(move |i| {
+                    let mut v = [0u8; 24];
+                    v[..4].copy_from_slice(&s.to_le_bytes());
+                    v[4..8].copy_from_slice(&i.to_le_bytes());
+                    (manifest_key(s, i), v)
+                })
+            });
+            tree.bulk_load(items).expect("load")
+        }
+        Shape::KvChain { chains: c } => {
+            let mut pairs: Vec<(Vec<u8>, [u8; 40])> = Vec::new();
+            for (ci, k) in chains(c).iter().enumerate() {
+                let depth = (k.len() - ROOT.len()) / 9;
+                for l in 1..=depth {
+                    let mut v = [0u8; 40];
+                    v[..8].copy_from_slice(&(ci as u64).to_le_bytes());
+                    v[8..16].copy_from_slice(&(l as u64).to_le_bytes());
+                    pairs.push((k[..ROOT.len() + 9 * l].to_vec(), v));
+                }
+            }
+            pairs.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+            pairs.dedup_by(|a, b| a.0 == b.0);
+            tree.bulk_load(pairs).expect("load")
+        }
+    };
+    let m = tree.metrics();
+    let c = tree.check_integrity().expect("check");
+    println!(
+        "built {n} entries, height {}, {} pages ({} inner, {} leaves), {:.1} MiB on disk, {:.2?}",
+        m.height,
+        m.file_pages,
+        c.inner_pages,
+        c.leaf_pages,
+        tree.size_on_disk().expect("size") as f64 / (1 << 20) as f64,
+        t.elapsed()
+    );
+}
+
+/// The keys the op is applied to.
+fn workload(sh: Shape, op: &str, n: usize) -> Vec<Vec<u8>> {
+    let mut rng = Rng::new(0x5155_4552);
+    match sh {
+        Shape::Manifest { shards } => (0..n)
+            .map(|_| {
+                let s = rng.below(u64::from(shards)) as u32;
+                let i = rng.below(u64::from(SAMPLES)) as u32;
+                manifest_key(s, i)
+            })
+            .collect(),
+        Shape::KvChain { chains: c } => {
+            let all = chains(c);
+            let firsts: std::collections::HashSet<&[u8]> =
+                all.iter().map(|k| &k[..ROOT.len() + 9]).collect();
+            // READ_PROFILE_HITS=100 (or 0) changes the share of queries that extend a chain.
+            let hits: u64 = std::env::var("READ_PROFILE_HITS")
+                .ok()
+                .and_then(|h| h.parse().ok())
+                .unwrap_or(80);
+            (0..n)
+                .map(|_| {
+                    let k = &all[rng.below(all.len() as u64) as usize];
+                    if op == "get" {
+                        let depth = (k.len() - ROOT.len()) / 9;
+                        let l = 1 + rng.below(depth as u64) as usize;
+                        return k[..ROOT.len() + 9 * l].to_vec();
+                    }
+                    if rng.below(100) < hits {
+                        let mut q = k.clone();
+                        for _ in 0..2 {
+                            q.extend_from_slice(format!("/{:08x}", rng.next() as u32).as_bytes());
+                        }
+                        q
+                    } else {
+                        let mut q = ROOT.to_vec();
+                        loop {
+                            q.truncate(ROOT.len());
+                            q.extend_from_slice(format!("/{:08x}", rng.next() as u32).as_bytes());
+                            if !firsts.contains(q.as_slice()) {
+                                break;
+                            }
+                        }
+                        q.extend_from_slice(format!("/{:08x}", rng.next() as u32).as_bytes());
+                        q
+                    }
+                })
+                .collect()
+        }
+    }
+}
+
+/// Binary search over the '/' depths of `q` with point gets (valid on prefix-closed sets).
+fn bisect(tree: &Tree, q: &[u8], out: &mut Vec<u8>) -> Option<usize> {
+    let mut cands = [0usize; 64];
+    let mut nc = 0;
+    for (i, &b) in q.iter().enumerate() {
+        if b == b'/' && i > 0 && nc < cands.len() - 1 {
+            cands[nc] = i;
+            nc += 1;
+        }
+    }
+    cands[nc] = q.len();
+    nc += 1;
+    let (mut lo, mut hi) = (0usize, nc);
+    out.clear();
+    while lo < hi {
+        let mid = (lo + hi).div_ceil(2);
+        let found = tree
+            .get_with(&q[..cands[mid - 1]], |v| {
+                out.clear();
+                out.extend_from_slice(v)
+            })
+            .expect("get")
+            .is_some();
+        if found {
+            lo = mid;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    (lo > 0).then(|| cands[lo - 1])
+}
+
+/// Nanoseconds this thread has run on a CPU (Linux schedstat), or 0: on a shared machine
+/// it excludes time spent waiting for a core, unlike the wall clock.
+fn cpu_ns() -> u64 {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+/// The timed run: `valgrind --tool=callgrind --toggle-collect='*timed*'` counts only it.
+#[inline(never)]
+fn timed(tree: &Tree, op: &str, keys: &[Vec<u8>]) -> u64 {
+    measure(tree, op, keys)
+}
+
+/// Runs `op` over `keys`; returns a checksum so nothing is optimised away.
+#[inline(never)]
+fn measure(tree: &Tree, op: &str, keys: &[Vec<u8>]) -> u64 {
+    let mut sum = 0u64;
+    let mut out = Vec::with_capacity(64);
+    match op {
+        "get" => {
+            for k in keys {
+                out.clear();
+                let hit = tree
+                    .get_with(k, |v| out.extend_from_slice(v))
+                    .expect("get")
+                    .is_some();
+                sum += u64::from(hit) + out.len() as u64;
+            }
+        }
+        "lpm" | "lpm_at" => {
+            let boundary = (op == "lpm_at").then_some(b'/');
+            for q in keys {
+                out.clear();
+                let r = tree
+                    .snapshot()
+                    .longest_prefix_with(q, boundary, |k, v| {
+                        out.extend_from_slice(v);
+                        k.len()
+                    })
+                    .expect("lpm");
+                sum += r.map_or(0, |l| l as u64 + 1);
+            }
+        }
+        "bisect" => {
+            for q in keys {
+                sum += bisect(tree, q, &mut out).map_or(0, |l| l as u64 + 1);
+            }
+        }
+        other => panic!("unknown op {other}"),
+    }
+    black_box(sum)
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let usage = "read_profile build <shape> <dir> | run <shape> <dir> <op> <n> [warm]";
+    let cmd = args.get(1).expect(usage);
+    let sh = shape(args.get(2).expect(usage));
+    let dir = PathBuf::from(args.get(3).expect(usage));
+    match cmd.as_str() {
+        "build" => build(sh, &dir),
+        "run" => {
+            let op = args.get(4).expect(usage).as_str();
+            let n: usize = args.get(5).expect(usage).parse().expect("n");
+            let warm: usize = args.get(6).map_or(n, |w| w.parse().expect("warm"));
+            let tree = open(&dir);
+            let keys = workload(sh, op, warm + n);
+            let (warm_keys, keys) = keys.split_at(warm);
+            let check = measure(&tree, op, warm_keys);
+            let before = tree.metrics();
+            let cpu = cpu_ns();
+            let t = Instant::now();
+            let sum = timed(&tree, op, keys);
+            let el = t.elapsed();
+            let cpu = cpu_ns() - cpu;
+            let m = tree.metrics().since(&before);
+            let per = |x: u64| x as f64 / keys.len().max(1) as f64;
+            println!(
+                "{op} on {}: {:.0} ns/op, {:.0} cpu ns/op, {:.3} page hits/op, {:.3} pages read/op, {:.3} evictions/op, resident {}/{} (check {})",
+                args[2],
+                el.as_nanos() as f64 / keys.len().max(1) as f64,
+                per(cpu),
+                per(m.bm_read_page_hits),
+                per(m.bm_pages_read),
+                per(m.bm_evictions),
+                m.resident_pages,
+                m.capacity_pages,
+                sum ^ check
+            );
+        }
+        _ => panic!("{usage}"),
+    }
+}
