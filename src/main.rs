@@ -27,6 +27,12 @@ enum Command {
     /// Reproduce the seed report: scans and longest-prefix lookups beyond the pool, with
     /// this engine in its full-frame reproduction of the bug and in its paged mode.
     Repro(cli_repro::ReproArgs),
+    /// This engine's ratios to LMDB in each results file, and their medians.
+    Ratios {
+        /// Results files of `ai-meta run` (same scale and settings).
+        #[arg(required = true)]
+        files: Vec<std::path::PathBuf>,
+    },
     /// List engines (with their capabilities), workloads and scales.
     List,
     /// Turn a results JSON file into charts, tables and the README's Performance section.
@@ -63,6 +69,22 @@ fn inspect(dir: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
+fn ratios(files: &[std::path::PathBuf]) -> ExitCode {
+    let mut runs = Vec::new();
+    for f in files {
+        match aimeta_reports::Results::load(f) {
+            Ok(r) => runs.push(r),
+            Err(e) => {
+                eprintln!("ai-meta ratios: {e}");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    let rows = aimeta_reports::ratio_rows(&runs);
+    print!("{}", aimeta_reports::render_ratios(&runs, &rows));
+    ExitCode::SUCCESS
+}
+
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(c) => c,
@@ -76,6 +98,7 @@ fn main() -> ExitCode {
         Command::Run(args) => cli_run::run(args),
         Command::Gate(args) => cli_gate::gate(args),
         Command::Repro(args) => cli_repro::repro(args),
+        Command::Ratios { files } => ratios(&files),
         Command::List => {
             cli_run::list();
             ExitCode::SUCCESS

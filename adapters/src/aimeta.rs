@@ -278,7 +278,6 @@ impl KvEngine for AimetaEngine {
             other => return emul::longest_prefix(self, query, other, out),
         };
         self.tree
-            .snapshot()
             .longest_prefix_with(query, boundary, |k, v| {
                 out.extend_from_slice(v);
                 k.len()

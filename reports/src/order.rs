@@ -7,7 +7,7 @@ use std::cmp::Ordering;
 use crate::results::{Dataset, Record, Results, Status};
 
 /// Workloads in the order the report presents them.
-const WORKLOADS: [&str; 10] = [
+const WORKLOADS: [&str; 11] = [
     "manifest_scan",
     "manifest_get",
     "manifest_list",
@@ -16,6 +16,7 @@ const WORKLOADS: [&str; 10] = [
     "manifest_get_par8",
     "manifest_cas",
     "kvchain_lpm",
+    "kvchain_get",
     "chain_walk500",
     "bulk_load",
 ];
@@ -110,6 +111,7 @@ pub(crate) fn workload_description(workload: &str) -> Option<&'static str> {
         "manifest_get_par8" => "gets from 8 threads at once",
         "manifest_cas" => "compare-and-swap one entry",
         "kvchain_lpm" => "longest stored prefix of a KV-cache chain query",
+        "kvchain_get" => "get the answer of a chain query (the lookup's yardstick)",
         "chain_walk500" => "500 dependent gets along a chain graph",
         "bulk_load" => "load a data set (time per key)",
         _ => return None,

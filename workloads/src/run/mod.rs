@@ -41,6 +41,9 @@ pub enum Workload {
     ManifestCas,
     /// Longest stored prefix of a chain query (80 % hits, 20 % misses), by each method.
     KvchainLpm,
+    /// Point get of a chain query's answer (the stored prefix for a hit, the query itself
+    /// for a miss) on the same store: the yardstick of a native lookup.
+    KvchainGet,
     /// 500 dependent hops along a chain graph.
     ChainWalk500,
 }
@@ -58,7 +61,7 @@ pub enum Family {
 
 impl Workload {
     /// Every workload, in the order they run on a store (CAS last: it writes).
-    pub const ALL: [Workload; 10] = [
+    pub const ALL: [Workload; 11] = [
         Workload::BulkLoad,
         Workload::ManifestScan,
         Workload::ManifestGet,
@@ -67,6 +70,7 @@ impl Workload {
         Workload::ManifestCount8000,
         Workload::ManifestGetPar8,
         Workload::KvchainLpm,
+        Workload::KvchainGet,
         Workload::ChainWalk500,
         Workload::ManifestCas,
     ];
@@ -83,6 +87,7 @@ impl Workload {
             Workload::ManifestGetPar8 => "manifest_get_par8",
             Workload::ManifestCas => "manifest_cas",
             Workload::KvchainLpm => "kvchain_lpm",
+            Workload::KvchainGet => "kvchain_get",
             Workload::ChainWalk500 => "chain_walk500",
         }
     }
@@ -91,7 +96,7 @@ impl Workload {
     pub fn family(self) -> Option<Family> {
         match self {
             Workload::BulkLoad => None,
-            Workload::KvchainLpm => Some(Family::KvChain),
+            Workload::KvchainLpm | Workload::KvchainGet => Some(Family::KvChain),
             Workload::ChainWalk500 => Some(Family::ChainGraph),
             _ => Some(Family::Manifest),
         }

@@ -239,6 +239,32 @@ pub fn lpm(
     Ok(())
 }
 
+/// kvchain_get: a point get of the query's answer: its longest stored prefix for a hit
+/// (found), the query itself for a miss (absent).
+pub fn kv_get(
+    engine: &dyn KvEngine,
+    dataset: &str,
+    q: &KvQuery,
+    out: &mut Vec<u8>,
+) -> Result<(), RunError> {
+    let key = &q.key[..q.expect_len.unwrap_or(q.key.len())];
+    let found = engine
+        .get(key, out)
+        .map_err(engine_err(engine, dataset, "kvchain_get"))?;
+    if found != q.expect_len.is_some() {
+        return Err(wrong(
+            engine,
+            "kvchain_get",
+            format!(
+                "{}: found {found}, expected {}",
+                String::from_utf8_lossy(key),
+                q.expect_len.is_some()
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// chain_walk500: 500 dependent gets along the chain graph from a random node.
 pub fn walk500(
     engine: &dyn KvEngine,

@@ -28,6 +28,11 @@ enum OpState {
         buf: Vec<u8>,
         next: usize,
     },
+    KvGet {
+        queries: Vec<KvQuery>,
+        buf: Vec<u8>,
+        next: usize,
+    },
     Walk {
         rng: Rng,
         buf: Vec<u8>,
@@ -269,6 +274,11 @@ impl Session {
         let seed = self.seed ^ ((w.name().len() as u64) << 8) ^ variant.len() as u64;
         let st = match &self.data {
             Data::Manifest(m) => OpState::Manifest(ManifestOps::new(*m, &self.dataset.name, seed)),
+            Data::KvChain(kv) if w == Workload::KvchainGet => OpState::KvGet {
+                queries: kv.queries(50_000),
+                buf: Vec::new(),
+                next: 0,
+            },
             Data::KvChain(kv) => OpState::Lpm {
                 queries: kv.queries(50_000),
                 method: match variant {
@@ -325,6 +335,11 @@ impl Session {
                 let q = &queries[*next % queries.len()];
                 *next += 1;
                 ops::lpm(eng, &dataset.name, q, *method, buf)
+            }
+            OpState::KvGet { queries, buf, next } => {
+                let q = &queries[*next % queries.len()];
+                *next += 1;
+                ops::kv_get(eng, &dataset.name, q, buf)
             }
             OpState::Walk { rng, buf } => match data {
                 Data::Graph(g) => ops::walk500(eng, &dataset.name, g, rng, buf),

@@ -1,0 +1,310 @@
+//! `ai-meta ratios`: this engine's ratios to LMDB (and to its own emulations), per run and
+//! as the median over several runs, from results files alone. The performance log records
+//! these tables; lower is better everywhere (time per operation, bytes on disk).
+
+use std::fmt::Write as _;
+
+use crate::order::{self, is_bug_repro};
+use crate::{Record, Results, Status};
+
+const ENGINE: &str = "aimeta";
+const LMDB: &str = "lmdb";
+
+/// One ratio, per run and its median.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RatioRow {
+    /// Workload (or `size_on_disk`).
+    pub workload: String,
+    /// Data set.
+    pub dataset: String,
+    /// What is divided by what.
+    pub what: String,
+    /// One value per results file (NaN where a file lacks a side).
+    pub per_run: Vec<f64>,
+}
+
+impl RatioRow {
+    /// The median of the runs that have a value.
+    pub fn median(&self) -> f64 {
+        crate::gate::median(&self.per_run)
+    }
+}
+
+fn ok_mean(r: &Record) -> Option<f64> {
+    (r.status == Status::Ok && r.ns_per_op.mean > 0.0).then_some(r.ns_per_op.mean)
+}
+
+/// Mean of `engine`'s fastest real variant (bug reproductions left out).
+fn best(results: &Results, workload: &str, dataset: &str, engine: &str) -> Option<f64> {
+    results
+        .records
+        .iter()
+        .filter(|r| r.workload == workload && r.dataset == dataset && r.engine == engine)
+        .filter(|r| !is_bug_repro(r.variant.as_deref()))
+        .filter_map(ok_mean)
+        .min_by(f64::total_cmp)
+}
+
+fn variant(results: &Results, w: &str, ds: &str, engine: &str, v: Option<&str>) -> Option<f64> {
+    results.find(w, ds, engine, v).and_then(ok_mean)
+}
+
+fn size(results: &Results, ds: &str, engine: &str) -> Option<f64> {
+    results
+        .find("bulk_load", ds, engine, None)
+        .and_then(|r| r.size_on_disk_bytes)
+        .map(|b| b as f64)
+}
+
+type Ratio = (String, Box<dyn Fn(&Results, &str) -> Option<f64>>);
+
+fn div(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    match (a, b) {
+        (Some(a), Some(b)) if b > 0.0 => Some(a / b),
+        _ => None,
+    }
+}
+
+/// The ratios measured for `workload`.
+fn ratios_of(workload: &str) -> Vec<Ratio> {
+    let w = workload.to_string();
+    match workload {
+        "kvchain_lpm" => vec![
+            (
+                "native / lmdb's best emulation".into(),
+                Box::new(move |r: &Results, ds: &str| {
+                    div(
+                        variant(r, &w, ds, ENGINE, Some("native")),
+                        best(r, &w, ds, LMDB),
+                    )
+                }),
+            ),
+            (
+                "native at '/' / lmdb's best emulation".into(),
+                Box::new(|r: &Results, ds: &str| {
+                    div(
+                        variant(r, "kvchain_lpm", ds, ENGINE, Some("native_boundary")),
+                        best(r, "kvchain_lpm", ds, LMDB),
+                    )
+                }),
+            ),
+            (
+                "native / own bisect".into(),
+                Box::new(|r: &Results, ds: &str| {
+                    div(
+                        variant(r, "kvchain_lpm", ds, ENGINE, Some("native")),
+                        variant(r, "kvchain_lpm", ds, ENGINE, Some("bisect")),
+                    )
+                }),
+            ),
+            (
+                "native / own kvchain_get".into(),
+                Box::new(|r: &Results, ds: &str| {
+                    div(
+                        variant(r, "kvchain_lpm", ds, ENGINE, Some("native")),
+                        variant(r, "kvchain_get", ds, ENGINE, None),
+                    )
+                }),
+            ),
+        ],
+        "bulk_load" => vec![
+            (
+                "time per key / lmdb's".into(),
+                Box::new(move |r: &Results, ds: &str| {
+                    div(best(r, &w, ds, ENGINE), best(r, &w, ds, LMDB))
+                }),
+            ),
+            (
+                "size on disk / lmdb's".into(),
+                Box::new(|r: &Results, ds: &str| div(size(r, ds, ENGINE), size(r, ds, LMDB))),
+            ),
+        ],
+        _ => vec![(
+            "aimeta / lmdb".into(),
+            Box::new(move |r: &Results, ds: &str| {
+                div(best(r, &w, ds, ENGINE), best(r, &w, ds, LMDB))
+            }),
+        )],
+    }
+}
+
+/// Every ratio of this engine to LMDB the runs hold, per run; workloads and data sets in
+/// report order.
+pub fn ratio_rows(runs: &[Results]) -> Vec<RatioRow> {
+    let mut workloads: Vec<&str> = Vec::new();
+    let mut datasets: Vec<(&str, &str)> = Vec::new();
+    for r in runs {
+        for rec in &r.records {
+            if !workloads.contains(&rec.workload.as_str()) {
+                workloads.push(&rec.workload);
+            }
+            if !datasets.contains(&(rec.workload.as_str(), rec.dataset.as_str())) {
+                datasets.push((&rec.workload, &rec.dataset));
+            }
+        }
+    }
+    workloads.sort_by(|a, b| order::cmp_workload(a, b));
+    let mut out = Vec::new();
+    for w in workloads {
+        for &(_, ds) in datasets.iter().filter(|(dw, _)| *dw == w) {
+            for (what, f) in ratios_of(w) {
+                let per_run: Vec<f64> = runs.iter().map(|r| f(r, ds).unwrap_or(f64::NAN)).collect();
+                if per_run.iter().all(|x| x.is_nan()) {
+                    continue;
+                }
+                out.push(RatioRow {
+                    workload: w.to_string(),
+                    dataset: ds.to_string(),
+                    what,
+                    per_run,
+                });
+            }
+        }
+    }
+    out
+}
+
+/// The rows as a markdown table: one column per run, then the median.
+pub fn render_ratios(runs: &[Results], rows: &[RatioRow]) -> String {
+    let mut out = String::new();
+    let _ = write!(out, "| workload | data set | ratio |");
+    for i in 1..=runs.len() {
+        let _ = write!(out, " run {i} |");
+    }
+    let _ = writeln!(out, " median |");
+    let _ = write!(out, "|---|---|---|");
+    for _ in 0..=runs.len() {
+        out.push_str("---|");
+    }
+    out.push('\n');
+    let cell = |x: f64| {
+        if x.is_nan() {
+            "-".to_string()
+        } else {
+            format!("{x:.2}")
+        }
+    };
+    for r in rows {
+        let _ = write!(out, "| {} | {} | {} |", r.workload, r.dataset, r.what);
+        for x in &r.per_run {
+            let _ = write!(out, " {} |", cell(*x));
+        }
+        let _ = writeln!(out, " {} |", cell(r.median()));
+    }
+    let _ = writeln!(out);
+    for (i, r) in runs.iter().enumerate() {
+        let p = &r.provenance;
+        let c = &r.config;
+        let _ = writeln!(
+            out,
+            "run {}: commit {}, {}, scale {}, {} budget mode, {} ops",
+            i + 1,
+            p.commit,
+            p.date,
+            c.scale,
+            c.budget_mode,
+            c.ops
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Dataset, Latency, Provenance, RunConfig, SCHEMA_VERSION};
+
+    fn rec(w: &str, e: &str, v: Option<&str>, ns: f64) -> Record {
+        Record {
+            workload: w.into(),
+            dataset: "d".into(),
+            engine: e.into(),
+            variant: v.map(str::to_string),
+            status: Status::Ok,
+            note: None,
+            ops: 1,
+            threads: 1,
+            ns_per_op: Latency {
+                mean: ns,
+                ..Latency::default()
+            },
+            ops_per_sec: 1.0,
+            size_on_disk_bytes: Some(ns as u64),
+            io_per_op: None,
+            load_secs: None,
+        }
+    }
+
+    fn run(scan: f64, native: f64) -> Results {
+        Results {
+            schema_version: SCHEMA_VERSION,
+            provenance: Provenance {
+                machine: "m".into(),
+                cores: 2,
+                memory_bytes: 1,
+                os: "o".into(),
+                commit: "c".into(),
+                date: "d".into(),
+                rustc: "r".into(),
+                command: "ai-meta run".into(),
+                filesystem: "ext4".into(),
+                engine_versions: Default::default(),
+            },
+            config: RunConfig {
+                scale: "quick".into(),
+                budget_bytes: 1,
+                budget_mode: "engine".into(),
+                durability: "async".into(),
+                seed: 1,
+                ops: 1,
+            },
+            datasets: vec![Dataset {
+                name: "d".into(),
+                family: "x".into(),
+                keys: 1,
+                data_bytes: 1,
+                fits_budget: true,
+                ratio_to_budget: 0.5,
+            }],
+            records: vec![
+                rec("manifest_scan", "aimeta", Some("paged"), scan),
+                rec("manifest_scan", "aimeta", Some("full_frame"), 1.0),
+                rec("manifest_scan", "lmdb", None, 10.0),
+                rec("kvchain_lpm", "aimeta", Some("native"), native),
+                rec("kvchain_lpm", "aimeta", Some("bisect"), 20.0),
+                rec("kvchain_lpm", "lmdb", Some("predecessor_seek"), 10.0),
+                rec("kvchain_lpm", "lmdb", Some("bisect"), 5.0),
+                rec("bulk_load", "aimeta", None, 4.0),
+                rec("bulk_load", "lmdb", None, 8.0),
+            ],
+        }
+    }
+
+    #[test]
+    fn medians_leave_out_the_bug_reproduction_and_use_lmdbs_best() {
+        let runs = [run(5.0, 5.0), run(20.0, 10.0), run(10.0, 15.0)];
+        let rows = ratio_rows(&runs);
+        let find = |w: &str, what: &str| {
+            rows.iter()
+                .find(|r| r.workload == w && r.what == what)
+                .map(RatioRow::median)
+        };
+        // 0.5, 2.0, 1.0: median 1.0; the full_frame variant (1.0 ns) is not "best".
+        assert_eq!(find("manifest_scan", "aimeta / lmdb"), Some(1.0));
+        // LMDB's best emulation is its bisect (5 ns): 1, 2, 3.
+        assert_eq!(
+            find("kvchain_lpm", "native / lmdb's best emulation"),
+            Some(2.0)
+        );
+        assert_eq!(find("kvchain_lpm", "native / own bisect"), Some(0.5));
+        assert_eq!(find("bulk_load", "size on disk / lmdb's"), Some(0.5));
+        // No kvchain_get measured: the row is left out, not shown as zero.
+        assert_eq!(find("kvchain_lpm", "native / own kvchain_get"), None);
+        let t = render_ratios(&runs, &rows);
+        assert!(
+            t.contains("| manifest_scan | d | aimeta / lmdb | 0.50 | 2.00 | 1.00 | 1.00 |"),
+            "{t}"
+        );
+        assert!(t.contains("run 3: commit c"), "{t}");
+    }
+}
