@@ -1,16 +1,32 @@
-//! [`Storage`] over an ordinary file with positioned reads and writes.
+//! [`Storage`] over an ordinary file with positioned reads and writes; the data file's
+//! reads can be served from a read-only memory map instead of a `pread` per page.
 
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use arc_swap::ArcSwapOption;
+use memmap2::{Mmap, MmapOptions};
 
 use super::{Storage, StorageError};
 
-/// A data file accessed with `pread`/`pwrite`, safe to share between threads.
+/// Smallest mapping made; a larger file is mapped at the next power of two of its length,
+/// so that a growing file is remapped O(log size) times.
+const MIN_MAP_BYTES: u64 = 64 << 20;
+
+/// A file accessed with `pread`/`pwrite` (or, when mapped, reads copied out of a memory
+/// map), safe to share between threads.
 #[derive(Debug)]
 pub struct FileStorage {
     file: File,
     path: PathBuf,
+    /// Read-only map of the file, when reads go through one. It may extend past the end
+    /// of the file; only bytes below `len` are ever read from it.
+    map: Option<ArcSwapOption<Mmap>>,
+    /// The file's length as this handle last set or saw it.
+    len: AtomicU64,
 }
 
 impl FileStorage {
@@ -23,15 +39,50 @@ impl FileStorage {
             .truncate(false)
             .open(path)
             .map_err(|e| StorageError::io("open", path, 0, e))?;
+        let len = file
+            .metadata()
+            .map_err(|e| StorageError::io("stat", path, 0, e))?
+            .len();
         Ok(FileStorage {
             file,
             path: path.to_path_buf(),
+            map: None,
+            len: AtomicU64::new(len),
         })
     }
-}
 
-impl Storage for FileStorage {
-    fn read_at(&self, buf: &mut [u8], offset: u64) -> Result<(), StorageError> {
+    /// Opens a file that only grows (the data file), with reads served from a memory map:
+    /// a page miss then costs a copy out of the OS page cache instead of a system call.
+    /// Shrinking such a file is refused.
+    pub fn open_mapped(path: &Path, create: bool) -> Result<Self, StorageError> {
+        let mut f = Self::open(path, create)?;
+        f.map = Some(ArcSwapOption::empty());
+        Ok(f)
+    }
+
+    /// The map covering `end`, made (or remade larger) when the current one does not.
+    fn map_covering(&self, slot: &ArcSwapOption<Mmap>, end: u64) -> Option<Arc<Mmap>> {
+        if let Some(m) = slot.load_full() {
+            if m.len() as u64 >= end {
+                return Some(m);
+            }
+        }
+        let want = end.max(MIN_MAP_BYTES).checked_next_power_of_two()?;
+        let len = usize::try_from(want).ok()?;
+        #[allow(unsafe_code)]
+        // SAFETY: the map is read-only and private to this handle. Bytes are copied out of
+        // it only below the file's length (`len`), which never decreases for a mapped file
+        // (`set_len` refuses to shrink it), so no access can fault past the end of the
+        // file. The engine writes a page only while no version in use can reach it
+        // (copy-on-write with deferred frees), so a page being copied out is not being
+        // written; a torn copy of a reused page would fail its checksum, as with `pread`.
+        let map = unsafe { MmapOptions::new().len(len).map(&self.file) }.ok()?;
+        let map = Arc::new(map);
+        slot.store(Some(map.clone()));
+        Some(map)
+    }
+
+    fn pread(&self, buf: &mut [u8], offset: u64) -> Result<(), StorageError> {
         match self.file.read_exact_at(buf, offset) {
             Ok(()) => Ok(()),
             Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
@@ -45,11 +96,32 @@ impl Storage for FileStorage {
             Err(e) => Err(StorageError::io("read", &self.path, offset, e)),
         }
     }
+}
+
+impl Storage for FileStorage {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> Result<(), StorageError> {
+        let end = offset.saturating_add(buf.len() as u64);
+        if let Some(slot) = &self.map {
+            if end <= self.len.load(Ordering::Acquire) {
+                if let Some(map) = self.map_covering(slot, end) {
+                    // `end` is within the map (map_covering) and within the file.
+                    if let Some(src) = map.get(offset as usize..end as usize) {
+                        buf.copy_from_slice(src);
+                        return Ok(());
+                    }
+                }
+            }
+        }
+        self.pread(buf, offset)
+    }
 
     fn write_at(&self, buf: &[u8], offset: u64) -> Result<(), StorageError> {
         self.file
             .write_all_at(buf, offset)
-            .map_err(|e| StorageError::io("write", &self.path, offset, e))
+            .map_err(|e| StorageError::io("write", &self.path, offset, e))?;
+        self.len
+            .fetch_max(offset.saturating_add(buf.len() as u64), Ordering::AcqRel);
+        Ok(())
     }
 
     fn sync(&self) -> Result<(), StorageError> {
@@ -66,12 +138,66 @@ impl Storage for FileStorage {
     }
 
     fn set_len(&self, len: u64) -> Result<(), StorageError> {
+        if self.map.is_some() && len < self.len.load(Ordering::Acquire) {
+            return Err(StorageError::io(
+                "truncate",
+                &self.path,
+                len,
+                std::io::Error::other("a memory-mapped data file never shrinks"),
+            ));
+        }
         self.file
             .set_len(len)
-            .map_err(|e| StorageError::io("truncate", &self.path, len, e))
+            .map_err(|e| StorageError::io("truncate", &self.path, len, e))?;
+        self.len.fetch_max(len, Ordering::AcqRel);
+        if self.map.is_none() {
+            self.len.store(len, Ordering::Release);
+        }
+        Ok(())
     }
 
     fn path(&self) -> &Path {
         &self.path
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mapped_reads_match_pread_as_the_file_grows() -> Result<(), Box<dyn std::error::Error>> {
+        let dir = tempfile::tempdir()?;
+        let path = dir.path().join("data");
+        let f = FileStorage::open_mapped(&path, true)?;
+        let mut buf = [0u8; 8];
+        assert!(matches!(
+            f.read_at(&mut buf, 0),
+            Err(StorageError::ShortRead { .. })
+        ));
+        f.set_len(4096)?;
+        f.write_at(b"abcdefgh", 100)?;
+        f.read_at(&mut buf, 100)?;
+        assert_eq!(&buf, b"abcdefgh");
+        // Past the first mapping: the file grows, reads follow (remapped larger).
+        let far = MIN_MAP_BYTES + 4096;
+        f.set_len(far + 4096)?;
+        f.write_at(b"12345678", far)?;
+        f.read_at(&mut buf, far)?;
+        assert_eq!(&buf, b"12345678");
+        f.write_at(b"ABCDEFGH", 100)?;
+        f.read_at(&mut buf, 100)?;
+        assert_eq!(&buf, b"ABCDEFGH", "writes are visible through the map");
+        assert!(matches!(
+            f.read_at(&mut buf, far + 4096),
+            Err(StorageError::ShortRead { .. })
+        ));
+        assert!(f.set_len(10).is_err(), "a mapped file never shrinks");
+        // Another handle (a reopen) reads the same bytes.
+        drop(f);
+        let g = FileStorage::open_mapped(&path, false)?;
+        g.read_at(&mut buf, far)?;
+        assert_eq!(&buf, b"12345678");
+        Ok(())
     }
 }

@@ -20,6 +20,11 @@ pub trait StorageOpener: Send + Sync + std::fmt::Debug + 'static {
     fn open(&self, path: &Path, create: bool) -> Result<Arc<dyn Storage>, StorageError>;
     /// True when `path` exists and holds at least one byte.
     fn exists(&self, path: &Path) -> bool;
+    /// Opens the tree's data file: like `open`, for a file that only ever grows, so an
+    /// implementation may serve its reads from a memory map.
+    fn open_data(&self, path: &Path, create: bool) -> Result<Arc<dyn Storage>, StorageError> {
+        self.open(path, create)
+    }
 }
 
 /// Opens real files.
@@ -33,6 +38,10 @@ impl StorageOpener for FileOpener {
 
     fn exists(&self, path: &Path) -> bool {
         std::fs::metadata(path).is_ok_and(|m| m.len() > 0)
+    }
+
+    fn open_data(&self, path: &Path, create: bool) -> Result<Arc<dyn Storage>, StorageError> {
+        Ok(Arc::new(FileStorage::open_mapped(path, create)?))
     }
 }
 
