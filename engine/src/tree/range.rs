@@ -190,19 +190,24 @@ impl Range {
         Ok(())
     }
 
+    /// Whether the cursor's key is within the far bound. The near bound holds by
+    /// construction: the scan starts by seeking to it and only moves away from it, so a
+    /// forward scan checks only `hi` and a reverse scan only `lo` (one comparison per entry).
     fn in_range(&self) -> bool {
         let k = self.cursor.key();
-        let above_lo = match &self.lo {
-            Bound::Included(l) => k >= l.as_slice(),
-            Bound::Excluded(l) => k > l.as_slice(),
-            Bound::Unbounded => true,
-        };
-        let below_hi = match &self.hi {
-            Bound::Included(h) => k <= h.as_slice(),
-            Bound::Excluded(h) => k < h.as_slice(),
-            Bound::Unbounded => true,
-        };
-        above_lo && below_hi
+        if self.rev {
+            match &self.lo {
+                Bound::Included(l) => k >= l.as_slice(),
+                Bound::Excluded(l) => k > l.as_slice(),
+                Bound::Unbounded => true,
+            }
+        } else {
+            match &self.hi {
+                Bound::Included(h) => k <= h.as_slice(),
+                Bound::Excluded(h) => k < h.as_slice(),
+                Bound::Unbounded => true,
+            }
+        }
     }
 
     /// The next entry, borrowed from the page (or an internal buffer for large values):
