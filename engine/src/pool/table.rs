@@ -1,6 +1,10 @@
 //! The page table: page number -> resident image, a two-level array of atomically
-//! swappable pointers. Lookups take no lock and write no shared cache line.
+//! swappable pointers. Lookups take no lock and write no shared cache line. Beside each
+//! chunk of slots, one bit per page records that the page's on-disk image is known good
+//! (verified when read, or written by this process), so a page read again after eviction
+//! is not checksummed and validated again.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use arc_swap::ArcSwapOption;
@@ -14,7 +18,20 @@ const DIR: usize = 1 << 16;
 /// Pages the table can address (2^32: 16 TiB of 4 KiB pages).
 pub const MAX_PAGES: u64 = (DIR * CHUNK) as u64;
 
-type Chunk = Box<[ArcSwapOption<Page>]>;
+/// The slots of `CHUNK` consecutive pages and their known-good bits.
+struct Chunk {
+    slots: Box<[ArcSwapOption<Page>]>,
+    good: Box<[AtomicU64]>,
+}
+
+impl Chunk {
+    fn new() -> Self {
+        Chunk {
+            slots: (0..CHUNK).map(|_| ArcSwapOption::empty()).collect(),
+            good: (0..CHUNK / 64).map(|_| AtomicU64::new(0)).collect(),
+        }
+    }
+}
 
 /// Page number -> resident page.
 pub struct PageTable {
@@ -38,15 +55,52 @@ impl PageTable {
     #[inline]
     fn slot(&self, id: PageId) -> Option<&ArcSwapOption<Page>> {
         let chunk = self.dir.get((id >> CHUNK_BITS) as usize)?.get()?;
-        chunk.get((id as usize) & (CHUNK - 1))
+        chunk.slots.get((id as usize) & (CHUNK - 1))
+    }
+
+    fn chunk_or_create(&self, id: PageId) -> Option<&Chunk> {
+        Some(
+            self.dir
+                .get((id >> CHUNK_BITS) as usize)?
+                .get_or_init(Chunk::new),
+        )
     }
 
     fn slot_or_create(&self, id: PageId) -> Option<&ArcSwapOption<Page>> {
-        let chunk = self
-            .dir
-            .get((id >> CHUNK_BITS) as usize)?
-            .get_or_init(|| (0..CHUNK).map(|_| ArcSwapOption::empty()).collect());
-        chunk.get((id as usize) & (CHUNK - 1))
+        self.chunk_or_create(id)?
+            .slots
+            .get((id as usize) & (CHUNK - 1))
+    }
+
+    /// The word and bit of `id`'s known-good flag.
+    fn good_bit(&self, id: PageId, create: bool) -> Option<(&AtomicU64, u64)> {
+        let chunk = if create {
+            self.chunk_or_create(id)?
+        } else {
+            self.dir.get((id >> CHUNK_BITS) as usize)?.get()?
+        };
+        let i = (id as usize) & (CHUNK - 1);
+        Some((chunk.good.get(i / 64)?, 1u64 << (i % 64)))
+    }
+
+    /// True when `id`'s on-disk image was verified by this process, or written by it,
+    /// and has not been overwritten since.
+    #[inline]
+    pub fn is_known_good(&self, id: PageId) -> bool {
+        self.good_bit(id, false)
+            .is_some_and(|(w, b)| w.load(Ordering::Acquire) & b != 0)
+    }
+
+    /// Records whether `id`'s on-disk image is known good (set after a verified read or a
+    /// completed write, cleared before a write starts).
+    pub fn set_known_good(&self, id: PageId, good: bool) {
+        if let Some((w, b)) = self.good_bit(id, good) {
+            if good {
+                w.fetch_or(b, Ordering::AcqRel);
+            } else {
+                w.fetch_and(!b, Ordering::AcqRel);
+            }
+        }
     }
 
     /// The resident image of `id`, if any.
@@ -103,5 +157,27 @@ impl PageTable {
 impl Default for PageTable {
     fn default() -> Self {
         Self::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn known_good_bits_are_per_page_and_clear() {
+        let t = PageTable::new();
+        assert!(!t.is_known_good(5));
+        t.set_known_good(5, true);
+        t.set_known_good(CHUNK as u64 + 63, true);
+        assert!(t.is_known_good(5));
+        assert!(!t.is_known_good(4) && !t.is_known_good(6));
+        assert!(t.is_known_good(CHUNK as u64 + 63));
+        t.set_known_good(5, false);
+        assert!(!t.is_known_good(5));
+        // Clearing a page whose chunk was never made creates nothing and fails nothing.
+        t.set_known_good(7 * CHUNK as u64, false);
+        assert!(t.dir[7].get().is_none());
+        assert!(!t.is_known_good(MAX_PAGES + 1));
     }
 }
