@@ -3,10 +3,10 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use aimeta_adapters::{Durability, EngineKind};
+use aimeta_adapters::EngineKind;
 use aimeta_reports::gate::{self, GateBaseline, GateMeasurement};
 use aimeta_workloads::gate::{Gate, GateOptions};
-use aimeta_workloads::run::{self, BudgetMode, NoProgress, RunOptions};
+use aimeta_workloads::run::{self, NoProgress, RunOptions};
 use aimeta_workloads::scale::{Scale, SCALES};
 use clap::Args;
 
@@ -52,17 +52,13 @@ fn usage_error(e: impl std::fmt::Display) -> ExitCode {
 fn options(args: &GateArgs, scale: Scale) -> GateOptions {
     GateOptions {
         run: RunOptions {
-            scale,
-            engines: vec![EngineKind::Aimeta, EngineKind::Lmdb],
-            workloads: Vec::new(),
-            budget_mode: BudgetMode::Engine,
-            cold: false,
-            durability: Durability::Async,
-            work_dir: args.work_dir.clone(),
             seed: args.seed,
-            pg_url: None,
-            full_frame: false,
-            command: std::env::args().collect::<Vec<_>>().join(" "),
+            ..RunOptions::new(
+                scale,
+                vec![EngineKind::Aimeta, EngineKind::Lmdb],
+                Vec::new(),
+                args.work_dir.clone(),
+            )
         },
         rounds: args.rounds.max(1),
         ops_per_round: args.ops.max(1),

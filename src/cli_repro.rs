@@ -4,8 +4,8 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use aimeta_adapters::{Durability, EngineKind};
-use aimeta_workloads::run::{self, BudgetMode, RunError, RunOptions, Workload};
+use aimeta_adapters::EngineKind;
+use aimeta_workloads::run::{self, RunError, RunOptions, Workload};
 use aimeta_workloads::scale::{Scale, SCALES};
 use clap::Args;
 
@@ -81,23 +81,21 @@ pub fn repro(args: ReproArgs) -> ExitCode {
     if let Err(e) = check_writable(&out) {
         return usage_error(e);
     }
+    // The seed report's settings (engine budget, asynchronous log), with the full-frame
+    // reproduction beside the paged mode.
     let opts = RunOptions {
-        scale,
-        engines,
-        workloads: vec![
-            Workload::ManifestScan,
-            Workload::ManifestGet,
-            Workload::KvchainLpm,
-        ],
-        budget_mode: BudgetMode::Engine,
-        cold: false,
-        // The seed report's setting: the asynchronous log.
-        durability: Durability::Async,
-        work_dir: args.work_dir.clone(),
         seed: args.seed,
-        pg_url: None,
         full_frame: true,
-        command: std::env::args().collect::<Vec<_>>().join(" "),
+        ..RunOptions::new(
+            scale,
+            engines,
+            vec![
+                Workload::ManifestScan,
+                Workload::ManifestGet,
+                Workload::KvchainLpm,
+            ],
+            args.work_dir.clone(),
+        )
     };
     let results = match run::run(&opts, &Bars::default()) {
         Ok(r) => r,

@@ -33,6 +33,13 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Writes `value` as pretty-printed JSON with a final newline, atomically.
+pub(crate) fn write_json<T: serde::Serialize>(path: &Path, value: &T) -> std::io::Result<()> {
+    let mut bytes = serde_json::to_vec_pretty(value).map_err(std::io::Error::other)?;
+    bytes.push(b'\n');
+    write_atomically(path, &bytes)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -490,14 +490,10 @@ impl GateBaseline {
 
     /// Writes the file atomically, pretty-printed.
     pub fn save(&self, path: &Path) -> Result<(), GateError> {
-        let io = |source| GateError::Io {
+        crate::atomic::write_json(path, self).map_err(|source| GateError::Io {
             path: path.to_path_buf(),
             source,
-        };
-        let mut bytes =
-            serde_json::to_vec_pretty(self).map_err(|e| io(std::io::Error::other(e)))?;
-        bytes.push(b'\n');
-        crate::write_atomically(path, &bytes).map_err(io)
+        })
     }
 }
 

@@ -290,14 +290,10 @@ impl Results {
 
     /// Writes the file atomically, pretty-printed.
     pub fn save(&self, path: &Path) -> Result<(), ReportError> {
-        let io = |source| ReportError::Io {
+        crate::atomic::write_json(path, self).map_err(|source| ReportError::Io {
             path: path.to_path_buf(),
             source,
-        };
-        let mut bytes =
-            serde_json::to_vec_pretty(self).map_err(|e| io(std::io::Error::other(e)))?;
-        bytes.push(b'\n');
-        crate::write_atomically(path, &bytes).map_err(io)
+        })
     }
 
     /// The record for (workload, dataset, engine, variant), if measured.

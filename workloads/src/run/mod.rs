@@ -180,6 +180,32 @@ pub struct RunOptions {
     pub command: String,
 }
 
+impl RunOptions {
+    /// The seed report's settings at `scale`: engine budget mode, warm page cache, the
+    /// asynchronous log, a throwaway PostgreSQL cluster, no full-frame variants, seed 42;
+    /// `command` is this process's command line.
+    pub fn new(
+        scale: Scale,
+        engines: Vec<EngineKind>,
+        workloads: Vec<Workload>,
+        work_dir: PathBuf,
+    ) -> RunOptions {
+        RunOptions {
+            scale,
+            engines,
+            workloads,
+            budget_mode: BudgetMode::Engine,
+            cold: false,
+            durability: Durability::Async,
+            work_dir,
+            seed: 42,
+            pg_url: None,
+            full_frame: false,
+            command: std::env::args().collect::<Vec<_>>().join(" "),
+        }
+    }
+}
+
 /// Progress reporting, implemented by the command line (progress bars) or ignored.
 pub trait Progress: Sync {
     /// A phase starts with `total` steps.
