@@ -5,19 +5,27 @@
 //! |----------|------|---------------------------------------------------------|
 //! | 0        | 32   | common header (count = number of keys)                  |
 //! | 32       | 2    | prefix length P: bytes every key in the page starts with |
-//! | 34       | 2    | restart interval R >= 1                                 |
+//! | 34       | 2    | restart interval R: 1 (plain) or 16 (front-coded)       |
 //! | 36       | P    | the prefix                                              |
 //! | 36+P     | 2n   | slot array: page offset of each cell, in key order      |
 //! | ...      |      | free space                                              |
 //! | ...      |      | cells, packed towards the end of the page               |
 //!
-//! A cell is `shared u16 | frag_len u16 | value word u32 | frag | payload`. Key `i` without
-//! the page prefix is the first `shared` bytes of key `i - 1` (without the prefix)
-//! followed by `frag`. Entries `0, R, 2R, ...` are restarts: their `shared` is 0, so
-//! their `frag` is the whole key after the prefix, and a search can binary-search them
-//! without decoding anything, then decode forward at most `R - 1` entries. The value
-//! word's bit 31 marks an overflow value; its low 31 bits are the value's length. The
-//! payload is the value itself, or the u64 number of the first page of its overflow run.
+//! In a front-coded page (R > 1) a cell is
+//! `shared u16 | frag_len u16 | value word u32 | frag | payload`: key `i` without the page
+//! prefix is the first `shared` bytes of key `i - 1` (without the prefix) followed by
+//! `frag`. Entries `0, R, 2R, ...` are restarts: their `shared` is 0, so their `frag` is
+//! the whole key after the prefix, and a search binary-searches them without decoding
+//! anything, then decodes forward at most `R - 1` entries. In a plain page (R = 1) every
+//! entry is a restart and the cell has no `shared` field:
+//! `frag_len u16 | value word u32 | frag | payload`. The encoder front-codes a page only
+//! when that saves at least an eighth of its bytes (long keys that differ in their last
+//! bytes, as in KV-cache chains); keys that are already short after the page prefix
+//! (dataset manifests) stay plain and are searched as fast as before.
+//!
+//! The value word's bit 31 marks an overflow value; its low 31 bits are the value's
+//! length. The payload is the value itself, or the u64 number of the first page of its
+//! overflow run.
 
 use std::cell::Cell;
 use std::cmp::Ordering;
@@ -33,13 +41,15 @@ use super::{PageHeader, PageId, PageKind};
 pub const LEAF_FIXED: usize = SLOTTED_FIXED;
 /// Offset of the restart interval.
 pub const RESTART_AT: usize = PREFIX_LEN_AT + size_of::<u16>();
-/// Offset of `frag_len` in a cell.
-const FRAG_LEN_IN_CELL: usize = size_of::<u16>();
-/// Offset of the value word in a cell.
-const WORD_IN_CELL: usize = FRAG_LEN_IN_CELL + size_of::<u16>();
-/// Bytes of a cell before its key fragment.
-pub const LEAF_CELL_FIXED: usize = WORD_IN_CELL + size_of::<u32>();
-/// Restart interval the encoder writes: every 16th key is stored whole.
+/// Bytes of the `shared` field that starts a front-coded cell.
+const SHARED_LEN: usize = size_of::<u16>();
+/// Bytes of a plain cell before its key fragment: `frag_len u16 | value word u32`; in a
+/// front-coded cell they follow `shared`.
+const PLAIN_CELL_FIXED: usize = size_of::<u16>() + size_of::<u32>();
+/// Bytes of a front-coded cell before its key fragment (the larger cell header, which
+/// the inline-value limit assumes).
+pub const LEAF_CELL_FIXED: usize = SHARED_LEN + PLAIN_CELL_FIXED;
+/// Restart interval of a front-coded page: every 16th key is stored whole.
 pub const LEAF_RESTART: usize = 16;
 /// Bit of the value word that marks an overflow value.
 const OVERFLOW_BIT: u32 = 1 << 31;
@@ -80,15 +90,19 @@ pub enum Probe {
 pub struct LeafView<'a> {
     s: Slotted<'a>,
     r: usize,
+    /// Offset of `frag_len` in a cell: 2 when front-coded, 0 when plain.
+    sh: usize,
 }
 
 impl<'a> LeafView<'a> {
     /// Views a validated leaf page.
     #[inline]
     pub fn new(buf: &'a [u8]) -> Self {
+        let r = (read_u16(buf, RESTART_AT) as usize).max(1);
         LeafView {
             s: Slotted::new(buf),
-            r: (read_u16(buf, RESTART_AT) as usize).max(1),
+            r,
+            sh: if r > 1 { SHARED_LEN } else { 0 },
         }
     }
 
@@ -129,15 +143,19 @@ impl<'a> LeafView<'a> {
 
     /// Entry `i`'s cell: bytes shared with key `i - 1` (after the page prefix) and the
     /// fragment that follows them.
-    #[inline]
+    #[inline(always)]
     pub fn parts(&self, i: usize) -> (usize, &'a [u8]) {
+        let buf = self.s.buf;
         let c = self.cell(i);
-        let shared = read_u16(self.s.buf, c) as usize;
-        let fl = read_u16(self.s.buf, c + FRAG_LEN_IN_CELL) as usize;
-        (
-            shared,
-            &self.s.buf[c + LEAF_CELL_FIXED..c + LEAF_CELL_FIXED + fl],
-        )
+        let shared = if self.sh != 0 {
+            read_u16(buf, c) as usize
+        } else {
+            0
+        };
+        let at = c + self.sh;
+        let fl = read_u16(buf, at) as usize;
+        let frag = at + PLAIN_CELL_FIXED;
+        (shared, &buf[frag..frag + fl])
     }
 
     /// Key `r` without the page prefix, for a restart `r` (a multiple of the interval).
@@ -149,10 +167,10 @@ impl<'a> LeafView<'a> {
     /// Value `i`.
     #[inline]
     pub fn value(&self, i: usize) -> ValueCell<'a> {
-        let c = self.cell(i);
-        let fl = read_u16(self.s.buf, c + FRAG_LEN_IN_CELL) as usize;
-        let word = read_u32(self.s.buf, c + WORD_IN_CELL);
-        let at = c + LEAF_CELL_FIXED + fl;
+        let c = self.cell(i) + self.sh;
+        let fl = read_u16(self.s.buf, c) as usize;
+        let word = read_u32(self.s.buf, c + 2);
+        let at = c + PLAIN_CELL_FIXED + fl;
         if word & OVERFLOW_BIT != 0 {
             ValueCell::Overflow {
                 first: read_u64(self.s.buf, at),
@@ -210,7 +228,7 @@ impl<'a> LeafView<'a> {
             Err(Ordering::Less) => return Err(0),
             Err(_) => return Err(self.s.n),
         };
-        match self.locate(qs) {
+        match self.locate::<false>(qs) {
             (Ok(i), ..) => Ok(i),
             (Err(i), ..) => Err(i),
         }
@@ -222,7 +240,7 @@ impl<'a> LeafView<'a> {
     pub fn probe(&self, q: &[u8]) -> Probe {
         let plen = self.s.plen;
         match query_rest(self.prefix(), q) {
-            Ok(qs) => match self.locate(qs) {
+            Ok(qs) => match self.locate::<true>(qs) {
                 (Ok(i), ..) => Probe::Found(i),
                 (Err(i), m, len) => Probe::Missing {
                     i,
@@ -260,10 +278,15 @@ impl<'a> LeafView<'a> {
     /// previous key differs from `qs` where the previous key did, the same way, so it is
     /// below `qs` too and its bytes need not be read; otherwise its first `shared` bytes
     /// are those of `qs`, and only its fragment is compared.
+    /// Without `PRED`, the predecessor's measures are not computed when no decoding
+    /// needs them.
     #[inline]
-    fn locate(&self, qs: &[u8]) -> (Result<usize, usize>, usize, usize) {
+    fn locate<const PRED: bool>(&self, qs: &[u8]) -> (Result<usize, usize>, usize, usize) {
         let n = self.s.n;
         let r = self.r;
+        if r == 1 {
+            return self.locate_plain::<PRED>(qs);
+        }
         let (mut lo, mut hi) = (0usize, n.div_ceil(r));
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
@@ -279,6 +302,9 @@ impl<'a> LeafView<'a> {
         let start = (lo - 1) * r;
         let end = (start + r).min(n);
         let first = self.restart_suffix(start);
+        if !PRED && end == start + 1 {
+            return (Err(end), 0, 0);
+        }
         let mut m = lcp(first, qs);
         let mut prev_len = first.len();
         for i in start + 1..end {
@@ -302,6 +328,34 @@ impl<'a> LeafView<'a> {
         (Err(end), m, prev_len)
     }
 
+    /// Key `i` without the page prefix, in a plain page.
+    #[inline(always)]
+    fn plain_suffix(&self, i: usize) -> &'a [u8] {
+        let buf = self.s.buf;
+        let c = self.cell(i);
+        let fl = read_u16(buf, c) as usize;
+        &buf[c + PLAIN_CELL_FIXED..c + PLAIN_CELL_FIXED + fl]
+    }
+
+    /// [`locate`](Self::locate) in a plain page: a binary search over whole suffixes.
+    #[inline]
+    fn locate_plain<const PRED: bool>(&self, qs: &[u8]) -> (Result<usize, usize>, usize, usize) {
+        let (mut lo, mut hi) = (0usize, self.s.n);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            match self.plain_suffix(mid).cmp(qs) {
+                Ordering::Less => lo = mid + 1,
+                Ordering::Greater => hi = mid,
+                Ordering::Equal => return (Ok(mid), 0, 0),
+            }
+        }
+        if !PRED || lo == 0 {
+            return (Err(lo), 0, 0);
+        }
+        let pred = self.plain_suffix(lo - 1);
+        (Err(lo), lcp(pred, qs), pred.len())
+    }
+
     /// Checks that every slot and cell lies inside the page and that every key decodes
     /// (restarts share nothing, no entry shares more than its predecessor's length), so
     /// that the accessors above cannot read out of bounds. Called once when a page
@@ -312,11 +366,16 @@ impl<'a> LeafView<'a> {
         if r == 0 {
             return Err("leaf restart interval is 0".into());
         }
+        let sh = if r > 1 { SHARED_LEN } else { 0 };
         let prev_len = Cell::new(0usize);
-        Slotted::validate(buf, "leaf", LEAF_CELL_FIXED, |i, c, fixed| {
-            let shared = read_u16(fixed, 0) as usize;
-            let fl = read_u16(fixed, FRAG_LEN_IN_CELL) as usize;
-            let word = read_u32(fixed, WORD_IN_CELL);
+        Slotted::validate(buf, "leaf", sh + PLAIN_CELL_FIXED, |i, c, fixed| {
+            let shared = if sh != 0 {
+                read_u16(fixed, 0) as usize
+            } else {
+                0
+            };
+            let fl = read_u16(fixed, sh) as usize;
+            let word = read_u32(fixed, sh + 2);
             let payload = if word & OVERFLOW_BIT != 0 {
                 size_of::<u64>()
             } else {
@@ -335,20 +394,20 @@ impl<'a> LeafView<'a> {
                 return Err(format!("leaf cell {i} holds an empty key"));
             }
             prev_len.set(shared + fl);
-            Ok(c + LEAF_CELL_FIXED + fl + payload)
+            Ok(c + sh + PLAIN_CELL_FIXED + fl + payload)
         })
     }
 
     /// Replaces inline value `i` in a private copy of the page with `v` of the same length.
     pub fn overwrite_inline_value(buf: &mut [u8], i: usize, v: &[u8]) -> bool {
         let view = LeafView::new(buf);
-        let c = view.cell(i);
-        let fl = read_u16(buf, c + FRAG_LEN_IN_CELL) as usize;
-        let word = read_u32(buf, c + WORD_IN_CELL);
+        let c = view.cell(i) + view.sh;
+        let fl = read_u16(buf, c) as usize;
+        let word = read_u32(buf, c + 2);
         if word & OVERFLOW_BIT != 0 || word as usize != v.len() {
             return false;
         }
-        let at = c + LEAF_CELL_FIXED + fl;
+        let at = c + PLAIN_CELL_FIXED + fl;
         buf[at..at + v.len()].copy_from_slice(v);
         true
     }
@@ -404,8 +463,11 @@ pub struct LeafSizer {
     pub n: usize,
     /// Page prefix length: the common prefix of the first and the last key.
     plen: usize,
-    /// Slots, cell headers, stored values and the fragments of non-restart entries.
+    /// Front-coded: slots, cell headers, stored values and the fragments of non-restart
+    /// entries.
     body: usize,
+    /// Plain: slots, cell headers, stored values and whole keys.
+    plain: usize,
     /// Whole lengths of the restart keys (their fragments are these minus the prefix).
     restart_keys: usize,
     /// Restart entries.
@@ -431,6 +493,7 @@ impl LeafSizer {
             s.body += key_len - lcp_prev;
         }
         s.body += SLOT + LEAF_CELL_FIXED + stored;
+        s.plain += SLOT + PLAIN_CELL_FIXED + stored + key_len;
         s.n += 1;
         s
     }
@@ -445,10 +508,24 @@ impl LeafSizer {
         self.with(e.key.len(), lcp_prev, lcp_first, e.value.stored_len())
     }
 
+    /// The restart interval the run is encoded with and the bytes it takes as one page:
+    /// front-coded when that saves at least an eighth of the plain size.
+    #[inline]
+    pub fn choice(&self) -> (usize, usize) {
+        let coded =
+            LEAF_FIXED + self.plen + self.body + self.restart_keys - self.restarts * self.plen;
+        let plain = LEAF_FIXED + self.plen + self.plain - self.n * self.plen;
+        if coded * 8 <= plain * 7 {
+            (LEAF_RESTART, coded)
+        } else {
+            (1, plain)
+        }
+    }
+
     /// Bytes the run takes as one page.
     #[inline]
     pub fn size(&self) -> usize {
-        LEAF_FIXED + self.plen + self.body + self.restart_keys - self.restarts * self.plen
+        self.choice().1
     }
 }
 
@@ -483,13 +560,17 @@ impl LeafNode {
         }
     }
 
-    /// Bytes `entries` take when encoded as one page.
-    pub fn encoded_len(entries: &[LeafEntry]) -> usize {
+    fn sizer(entries: &[LeafEntry]) -> LeafSizer {
         let mut s = LeafSizer::default();
         for (i, e) in entries.iter().enumerate() {
             s = s.with_entry(&entries[0], i.checked_sub(1).map(|p| &entries[p]), e);
         }
-        s.size()
+        s
+    }
+
+    /// Bytes `entries` take when encoded as one page.
+    pub fn encoded_len(entries: &[LeafEntry]) -> usize {
+        Self::sizer(entries).size()
     }
 
     /// Where to cut `entries` (ascending) so that each piece fits in a `page_size` page:
@@ -549,6 +630,8 @@ impl LeafNode {
     pub fn encode(entries: &[LeafEntry], id: PageId, txn: u64, out: &mut [u8]) {
         out.fill(0);
         let plen = Self::prefix_len(entries);
+        let (r, _) = Self::sizer(entries).choice();
+        let sh = if r > 1 { SHARED_LEN } else { 0 };
         PageHeader {
             kind: PageKind::Leaf,
             count: entries.len() as u16,
@@ -558,7 +641,7 @@ impl LeafNode {
         }
         .write(out);
         write_u16(out, PREFIX_LEN_AT, plen as u16);
-        write_u16(out, RESTART_AT, LEAF_RESTART as u16);
+        write_u16(out, RESTART_AT, r as u16);
         if let Some(first) = entries.first() {
             out[LEAF_FIXED..LEAF_FIXED + plen].copy_from_slice(&first.key[..plen]);
         }
@@ -566,28 +649,31 @@ impl LeafNode {
         let mut prev: &[u8] = &[];
         for (i, e) in entries.iter().enumerate() {
             let suffix = &e.key[plen..];
-            let shared = if i % LEAF_RESTART == 0 {
+            let shared = if i % r == 0 {
                 0
             } else {
                 lcp(prev, suffix).min(u16::MAX as usize)
             };
             let frag = &suffix[shared..];
             prev = suffix;
-            let cell_len = LEAF_CELL_FIXED + frag.len() + e.value.stored_len();
+            let cell_len = sh + PLAIN_CELL_FIXED + frag.len() + e.value.stored_len();
             end -= cell_len;
             write_u16(out, LEAF_FIXED + plen + SLOT * i, end as u16);
-            write_u16(out, end, shared as u16);
-            write_u16(out, end + FRAG_LEN_IN_CELL, frag.len() as u16);
-            let body = end + LEAF_CELL_FIXED;
+            if sh != 0 {
+                write_u16(out, end, shared as u16);
+            }
+            let word_at = end + sh + 2;
+            write_u16(out, end + sh, frag.len() as u16);
+            let body = end + sh + PLAIN_CELL_FIXED;
             out[body..body + frag.len()].copy_from_slice(frag);
             let at = body + frag.len();
             match &e.value {
                 Value::Inline(v) => {
-                    write_u32(out, end + WORD_IN_CELL, v.len() as u32);
+                    write_u32(out, word_at, v.len() as u32);
                     out[at..at + v.len()].copy_from_slice(v);
                 }
                 Value::Overflow { first, len } => {
-                    write_u32(out, end + WORD_IN_CELL, len | OVERFLOW_BIT);
+                    write_u32(out, word_at, len | OVERFLOW_BIT);
                     write_u64(out, at, *first);
                 }
             }
@@ -622,6 +708,8 @@ mod tests {
         LeafView::validate(&page).expect("valid");
         let v = LeafView::new(&page);
         assert_eq!(v.prefix(), b"ds/laion/shard-00001/sample-000000");
+        // Short suffixes after the prefix: front coding would save little.
+        assert_eq!(v.restart_interval(), 1);
         assert_eq!(v.search(b"ds/laion/shard-00001/sample-00000007"), Ok(7));
         assert_eq!(v.search(b"ds/laion/shard-00001/sample-000000070"), Err(8));
         assert_eq!(v.search(b"ds/"), Err(0));
@@ -665,15 +753,27 @@ mod tests {
     #[test]
     fn front_coded_search_probe_and_decode_agree_with_brute_force() {
         let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+        let mut coded = 0;
         for round in 0..300 {
             let mut keys = std::collections::BTreeSet::new();
             let head = b"kv/llama70b/".repeat((round % 3) as usize);
             let n = 1 + rng.next() % 120;
             while (keys.len() as u64) < n {
                 let mut k = head.clone();
+                if round % 2 == 1 {
+                    // Chains: every 5th prefix of a long random path.
+                    let path = rng.key(60);
+                    for l in (5..=path.len()).step_by(5) {
+                        let mut k = k.clone();
+                        k.extend(&path[..l]);
+                        keys.insert(k);
+                    }
+                    continue;
+                }
                 k.extend(rng.key(12));
                 keys.insert(k);
             }
+            let n = keys.len() as u64;
             let entries: Vec<_> = keys.iter().map(|k| entry(k, &k[..1])).collect();
             if LeafNode::encoded_len(&entries) > 4096 {
                 continue;
@@ -683,6 +783,7 @@ mod tests {
             LeafView::validate(&page).expect("valid");
             assert_eq!(LeafNode::encoded_len(&entries), 4096 - free_space(&page));
             let v = LeafView::new(&page);
+            coded += usize::from(v.restart_interval() > 1);
             assert_eq!(LeafNode::decode(&v).entries, entries);
             let mut k = Vec::new();
             for (i, e) in entries.iter().enumerate() {
@@ -724,6 +825,7 @@ mod tests {
                 }
             }
         }
+        assert!(coded > 50, "{coded} front-coded pages");
     }
 
     #[test]
@@ -751,13 +853,20 @@ mod tests {
 
     #[test]
     fn validate_rejects_a_restart_that_shares_and_an_overlong_share() {
-        let entries: Vec<_> = (0..20u32)
-            .map(|i| entry(format!("key-{i:04}").as_bytes(), b"v"))
+        // Pairs of long keys that differ in their last byte: front-coded.
+        let entries: Vec<_> = (0..20u8)
+            .map(|i| {
+                let mut k = vec![b'a' + i / 2];
+                k.extend([b'x'; 50]);
+                k.push(b'0' + i % 2);
+                entry(&k, b"v")
+            })
             .collect();
         let mut page = vec![0u8; 4096];
         LeafNode::encode(&entries, 1, 1, &mut page);
         LeafView::validate(&page).expect("valid");
         let v = LeafView::new(&page);
+        assert_eq!(v.restart_interval(), LEAF_RESTART);
         let (c16, c3) = (v.cell(16), v.cell(3));
         let mut bad = page.clone();
         write_u16(&mut bad, c16, 1);
