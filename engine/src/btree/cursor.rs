@@ -166,7 +166,6 @@ impl Cursor {
         self.clear_key();
         self.key.extend_from_slice(leaf.leaf().prefix());
         self.plen = self.key.len();
-        self.key_pos = NO_KEY;
         self.leaf = Some(leaf);
     }
 

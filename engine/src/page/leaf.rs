@@ -27,7 +27,6 @@
 //! length. The payload is the value itself, or the u64 number of the first page of its
 //! overflow run.
 
-use std::cell::Cell;
 use std::cmp::Ordering;
 use std::mem::size_of;
 
@@ -361,41 +360,77 @@ impl<'a> LeafView<'a> {
     /// that the accessors above cannot read out of bounds. Called once when a page
     /// enters memory.
     pub fn validate(buf: &[u8]) -> Result<(), String> {
-        let plen = Slotted::new(buf).plen;
+        let len = buf.len();
+        let s = Slotted::new(buf);
+        let (n, plen) = (s.n, s.plen);
         let r = read_u16(buf, RESTART_AT) as usize;
         if r == 0 {
             return Err("leaf restart interval is 0".into());
         }
-        let sh = if r > 1 { SHARED_LEN } else { 0 };
-        let prev_len = Cell::new(0usize);
-        Slotted::validate(buf, "leaf", sh + PLAIN_CELL_FIXED, |i, c, fixed| {
-            let shared = if sh != 0 {
-                read_u16(fixed, 0) as usize
-            } else {
-                0
-            };
-            let fl = read_u16(fixed, sh) as usize;
-            let word = read_u32(fixed, sh + 2);
-            let payload = if word & OVERFLOW_BIT != 0 {
+        let slots_start = SLOTTED_FIXED + plen;
+        let slots_end = slots_start + SLOT * n;
+        if slots_end > len {
+            return Err(format!(
+                "leaf header claims {n} entries and a {plen}-byte prefix, more than the page holds"
+            ));
+        }
+        let slots = &buf[slots_start..slots_end];
+        let outside =
+            |i: usize, c: usize| format!("leaf slot {i} points outside the cell area ({c})");
+        let past = |i: usize| format!("leaf cell {i} runs past the end of the page");
+        let payload = |word: u32| {
+            if word & OVERFLOW_BIT != 0 {
                 size_of::<u64>()
             } else {
                 word as usize
-            };
-            if i % r == 0 && shared != 0 {
-                return Err(format!("leaf restart cell {i} shares {shared} bytes"));
             }
-            if shared > prev_len.get() {
+        };
+        // Runs on every page read: one tight loop per layout.
+        if r == 1 {
+            for (i, slot) in slots.chunks_exact(SLOT).enumerate() {
+                let c = u16::from_le_bytes([slot[0], slot[1]]) as usize;
+                let Some(h) = buf.get(c..c + PLAIN_CELL_FIXED).filter(|_| c >= slots_end) else {
+                    return Err(outside(i, c));
+                };
+                let fl = u16::from_le_bytes([h[0], h[1]]) as usize;
+                let word = u32::from_le_bytes([h[2], h[3], h[4], h[5]]);
+                if plen + fl == 0 {
+                    return Err(format!("leaf cell {i} holds an empty key"));
+                }
+                if c + PLAIN_CELL_FIXED + fl + payload(word) > len {
+                    return Err(past(i));
+                }
+            }
+            return Ok(());
+        }
+        let mut prev_len = 0usize;
+        // Entries until the next restart (0: this one is).
+        let mut to_restart = 0usize;
+        for (i, slot) in slots.chunks_exact(SLOT).enumerate() {
+            let c = u16::from_le_bytes([slot[0], slot[1]]) as usize;
+            let Some(h) = buf.get(c..c + LEAF_CELL_FIXED).filter(|_| c >= slots_end) else {
+                return Err(outside(i, c));
+            };
+            let shared = u16::from_le_bytes([h[0], h[1]]) as usize;
+            let fl = u16::from_le_bytes([h[2], h[3]]) as usize;
+            let word = u32::from_le_bytes([h[4], h[5], h[6], h[7]]);
+            let restart = to_restart == 0;
+            to_restart = if restart { r - 1 } else { to_restart - 1 };
+            if shared > prev_len || (shared != 0 && restart) {
                 return Err(format!(
-                    "leaf cell {i} shares {shared} bytes with a {}-byte key",
-                    prev_len.get()
+                    "leaf cell {i} shares {shared} bytes with a {prev_len}-byte key{}",
+                    if restart { " but is a restart" } else { "" }
                 ));
             }
             if plen + shared + fl == 0 {
                 return Err(format!("leaf cell {i} holds an empty key"));
             }
-            prev_len.set(shared + fl);
-            Ok(c + sh + PLAIN_CELL_FIXED + fl + payload)
-        })
+            if c + LEAF_CELL_FIXED + fl + payload(word) > len {
+                return Err(past(i));
+            }
+            prev_len = shared + fl;
+        }
+        Ok(())
     }
 
     /// Replaces inline value `i` in a private copy of the page with `v` of the same length.
