@@ -86,6 +86,18 @@ pub enum Error {
         supported: u32,
     },
 
+    /// The data file was written in an older format version that this build no longer
+    /// reads (version 1 stored leaf keys without front coding).
+    #[error("{file} has format version {found}, older than the {supported} this build reads (the page layout changed and files are not converted in place): export its contents with the aimeta-engine build that wrote it and bulk-load them into a new directory, or delete the directory if it holds a cache")]
+    FormatTooOld {
+        /// The data file.
+        file: PathBuf,
+        /// Format version recorded in the file.
+        found: u32,
+        /// The format version this build reads and writes.
+        supported: u32,
+    },
+
     /// Both superblock copies failed their checks.
     #[error("{file}: both superblock copies are corrupt ({first}; {second}); restore the directory from a backup")]
     SuperblockCorrupt {

@@ -97,6 +97,37 @@ fn a_file_of_a_newer_format_is_refused() -> TestResult {
 }
 
 #[test]
+fn a_file_of_the_older_unfronted_format_is_refused_with_advice() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    drop(Tree::open(TreeConfig::new(dir.path()))?);
+    let path = dir.path().join("data.aimkv");
+    let mut bytes = std::fs::read(&path)?;
+    let sb = Superblock::decode(&bytes[..128]).map_err(|e| e.to_string())?;
+    for slot in 0..2usize {
+        let older = Superblock {
+            version: FORMAT_VERSION - 1,
+            ..sb
+        };
+        older.encode(&mut bytes[slot * 4096..slot * 4096 + 128]);
+    }
+    std::fs::write(&path, &bytes)?;
+    let e = Tree::open(TreeConfig::new(dir.path())).expect_err("older format");
+    assert!(
+        matches!(
+            e,
+            Error::FormatTooOld {
+                found: 1,
+                supported: 2,
+                ..
+            }
+        ),
+        "{e}"
+    );
+    assert!(e.to_string().contains("bulk-load"), "{e}");
+    Ok(())
+}
+
+#[test]
 fn a_foreign_data_file_is_refused() -> TestResult {
     let dir = tempfile::tempdir()?;
     std::fs::write(dir.path().join("data.aimkv"), vec![0x5Au8; 16384])?;

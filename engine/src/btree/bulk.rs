@@ -9,8 +9,8 @@ use crate::error::{Error, Result};
 use crate::frame::Allocator;
 use crate::page::encode_overflow_run;
 use crate::page::{
-    lcp, overflow_pages_for, seal, InnerNode, LeafEntry, LeafNode, PageId, Value, INNER_CELL_FIXED,
-    INNER_FIXED, LEAF_CELL_FIXED, LEAF_FIXED,
+    lcp, overflow_pages_for, seal, InnerNode, LeafEntry, LeafNode, LeafSizer, PageId, Value,
+    INNER_CELL_FIXED, INNER_FIXED, LEAF_CELL_FIXED, LEAF_FIXED,
 };
 use crate::pool::BufferPool;
 
@@ -85,8 +85,7 @@ where
     };
     let mut level: Vec<ChildRef> = Vec::new();
     let mut entries: Vec<LeafEntry> = Vec::new();
-    let mut prefix = 0usize;
-    let mut sum = 0usize;
+    let mut run = LeafSizer::default();
     let mut total = 0u64;
     let mut prev_last: Option<Vec<u8>> = None;
     let inline_max = (ps - LEAF_FIXED) / 4;
@@ -151,20 +150,16 @@ where
             w.flush()?;
             write_overflow(pool, alloc, seq, v)?
         };
-        let new_prefix = match entries.first() {
-            Some(f) => lcp(&f.key, k).min(prefix),
-            None => k.len(),
+        let stored = value.stored_len();
+        let next = match (entries.first(), entries.last()) {
+            (Some(f), Some(p)) => run.with(k.len(), lcp(&p.key, k), lcp(&f.key, k), stored),
+            _ => run.with(k.len(), 0, k.len(), stored),
         };
-        let n = entries.len() + 1;
-        let stored = 2 + LEAF_CELL_FIXED + value.stored_len();
-        let new_size = LEAF_FIXED + new_prefix + (sum + stored + k.len()) - n * new_prefix;
-        if !entries.is_empty() && new_size > ps {
+        if !entries.is_empty() && next.size() > ps {
             flush_leaf(&mut entries, &mut w, alloc, &mut prev_last, &mut level)?;
-            prefix = k.len();
-            sum = stored + k.len();
+            run = LeafSizer::default().with(k.len(), 0, k.len(), stored);
         } else {
-            prefix = new_prefix;
-            sum += stored + k.len();
+            run = next;
         }
         entries.push(LeafEntry {
             key: k.to_vec(),

@@ -82,9 +82,23 @@ fn walk(
         report.leaf_pages += 1;
         let view = page.leaf();
         let mut prev: Option<Vec<u8>> = None;
-        let mut key = Vec::new();
+        let mut key = view.prefix().to_vec();
+        let plen = key.len();
         for i in 0..view.len() {
-            view.key_into(i, &mut key);
+            // Front coding: restarts hold their whole suffix, and no entry claims more
+            // bytes of its predecessor than it has.
+            let (shared, _) = view.parts(i);
+            if view.restart_of(i) == i && shared != 0 {
+                return Err(fail(format!(
+                    "leaf {id}: restart entry {i} shares {shared} bytes with the key before it"
+                )));
+            }
+            if plen + shared > key.len() {
+                return Err(fail(format!(
+                    "leaf {id}: entry {i} shares {shared} bytes with a shorter key"
+                )));
+            }
+            view.step_key(i, plen, &mut key);
             if prev.as_deref().is_some_and(|p| p >= key.as_slice()) {
                 return Err(fail(format!(
                     "leaf {id}: key {i} is not above the one before it"

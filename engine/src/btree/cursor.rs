@@ -44,6 +44,9 @@ pub enum SeekLe {
     None,
 }
 
+/// `Cursor::key_pos` when the key buffer holds no entry's key.
+const NO_KEY: usize = usize::MAX;
+
 /// First readahead window, in pages.
 const RA_START_PAGES: usize = 2;
 
@@ -56,8 +59,11 @@ pub struct Cursor {
     path: Vec<(Arc<Page>, usize)>,
     leaf: Option<Arc<Page>>,
     pos: usize,
+    /// The current key: the leaf's prefix, then the suffix of entry `key_pos`.
     key: Vec<u8>,
     plen: usize,
+    /// The entry whose key `key` holds; `NO_KEY` when none.
+    key_pos: usize,
     leaf_steps: u32,
     ra_window: usize,
     ra_max: usize,
@@ -89,6 +95,7 @@ impl Cursor {
             pos: 0,
             key: Vec::new(),
             plen: 0,
+            key_pos: NO_KEY,
             leaf_steps: 0,
             ra_window: RA_START_PAGES,
             ra_max,
@@ -124,20 +131,39 @@ impl Cursor {
         &self.pool
     }
 
+    /// Decodes the key of entry `pos` into the key buffer: one step from the previous
+    /// entry when the buffer holds it (forward scans), else from the entry's restart.
     fn load_key(&mut self) {
         if let Some(leaf) = &self.leaf {
             let view = leaf.leaf();
             if self.pos < view.len() {
-                self.key.truncate(self.plen);
-                self.key.extend_from_slice(view.suffix(self.pos));
+                if self.key_pos == self.pos {
+                    return;
+                }
+                let r = view.restart_of(self.pos);
+                let from = if self.key_pos != NO_KEY && self.key_pos >= r && self.key_pos < self.pos
+                {
+                    self.key_pos + 1
+                } else {
+                    r
+                };
+                for j in from..=self.pos {
+                    view.step_key(j, self.plen, &mut self.key);
+                }
+                self.key_pos = self.pos;
                 return;
             }
         }
+        self.clear_key();
+    }
+
+    fn clear_key(&mut self) {
         self.key.clear();
+        self.key_pos = NO_KEY;
     }
 
     fn enter_leaf(&mut self, leaf: Arc<Page>) {
-        self.key.clear();
+        self.clear_key();
         self.key.extend_from_slice(leaf.leaf().prefix());
         self.plen = self.key.len();
         self.leaf = Some(leaf);
@@ -151,7 +177,7 @@ impl Cursor {
         let Some(root) = self.version.root.clone() else {
             self.path.clear();
             self.leaf = None;
-            self.key.clear();
+            self.clear_key();
             return Ok(());
         };
         let inner_levels = (self.version.height - 1) as usize;
@@ -217,7 +243,7 @@ impl Cursor {
     pub fn seek_le(&mut self, q: &[u8]) -> Result<()> {
         if let Some(leaf) = &self.leaf {
             let view = leaf.leaf();
-            if !view.is_empty() && view.cmp_key(0, q) != Ordering::Greater {
+            if !view.is_empty() && view.cmp_first(q) != Ordering::Greater {
                 match view.search(q) {
                     Ok(i) => {
                         self.pos = i;
@@ -259,7 +285,7 @@ impl Cursor {
     pub fn seek_le_in_leaf(&mut self, q: &[u8]) -> Result<SeekLe> {
         if let Some(leaf) = &self.leaf {
             let view = leaf.leaf();
-            if !view.is_empty() && view.cmp_key(0, q) != Ordering::Greater {
+            if !view.is_empty() && view.cmp_first(q) != Ordering::Greater {
                 match view.search(q) {
                     Ok(i) => {
                         self.pos = i;
@@ -343,7 +369,7 @@ impl Cursor {
     pub fn retreat(&mut self) -> Result<()> {
         loop {
             if self.leaf.is_none() {
-                self.key.clear();
+                self.clear_key();
                 return Ok(());
             }
             if self.pos > 0 {
@@ -369,7 +395,7 @@ impl Cursor {
             }
             self.pos = 0;
         }
-        self.key.clear();
+        self.clear_key();
         Ok(())
     }
 
@@ -384,15 +410,15 @@ impl Cursor {
         };
         let view = leaf.leaf();
         let n = view.len();
-        if n == 0
-            || view.cmp_key(0, q) == Ordering::Greater
-            || view.cmp_key(n - 1, q) == Ordering::Less
-        {
+        if n == 0 || view.cmp_first(q) == Ordering::Greater {
             return false;
         }
-        self.pos = match view.search(q) {
-            Ok(i) | Err(i) => i,
-        };
+        match view.search(q) {
+            Ok(i) => self.pos = i,
+            Err(i) if i < n => self.pos = i,
+            // Above the last key: the next leaf may hold it.
+            Err(_) => return false,
+        }
         true
     }
 
@@ -403,7 +429,7 @@ impl Cursor {
         loop {
             if d == 0 {
                 self.leaf = None;
-                self.key.clear();
+                self.clear_key();
                 return Ok(false);
             }
             d -= 1;

@@ -18,7 +18,7 @@ use super::cursor::SeekLe;
 use super::read::child;
 use super::{Cursor, Version};
 use crate::error::Result;
-use crate::page::{cmp_prefixed, lcp, ValueCell};
+use crate::page::{cmp_prefixed, lcp, Probe, ValueCell};
 use crate::pool::{Access, BufferPool, Page};
 
 /// Leaves the cursor on the longest stored prefix of `query` and returns its length, or
@@ -164,30 +164,24 @@ pub fn longest_prefix_in<R>(
             return Ok(None);
         };
         let view = leaf.leaf();
-        match view.search(q) {
-            Ok(i) => return f(q, view.value(i)).map(Some),
-            Err(i) if i > 0 => {
-                let (prefix, suffix) = (view.prefix(), view.suffix(i - 1));
-                let klen = prefix.len() + suffix.len();
-                // The usual answer: the predecessor is a prefix of q (two equality
-                // tests, cheaper than measuring the common prefix of long keys).
-                let is_prefix = q.len() >= klen
-                    && q[..prefix.len()] == *prefix
-                    && q[prefix.len()..klen] == *suffix;
-                if is_prefix && snap(klen) == klen {
-                    return f(&query[..klen], view.value(i - 1)).map(Some);
+        match view.probe(q) {
+            Probe::Found(i) => return f(q, view.value(i)).map(Some),
+            // The search measured the predecessor against q while decoding it: it is a
+            // prefix of q when they share all of its bytes.
+            Probe::Missing {
+                i,
+                pred_lcp,
+                pred_len,
+            } if i > 0 => {
+                if pred_lcp == pred_len && snap(pred_len) == pred_len {
+                    return f(&query[..pred_len], view.value(i - 1)).map(Some);
                 }
-                let m = if is_prefix {
-                    klen
-                } else {
-                    lcp_prefixed(prefix, suffix, q)
-                };
-                len = snap(m.min(len - 1));
+                len = snap(pred_lcp.min(len - 1));
             }
             // No key of the leaf is <= q: every stored key <= q is below the fence F,
             // and lcp(pred, q) <= lcp(F, q); F itself is not a candidate when it is a
             // prefix of q, since it would be in this leaf.
-            Err(_) => {
+            Probe::Missing { .. } => {
                 let Some((p, idx)) = fence else {
                     return Ok(None);
                 };

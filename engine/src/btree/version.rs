@@ -56,7 +56,7 @@ impl Version {
                 }
                 let leaf = page.leaf();
                 (!leaf.is_empty()).then(|| {
-                    let mut k = Vec::with_capacity(leaf.prefix().len() + leaf.suffix(0).len());
+                    let mut k = Vec::new();
                     leaf.key_into(0, &mut k);
                     k.into_boxed_slice()
                 })

@@ -484,9 +484,7 @@ impl<'a> WriteTxn<'a> {
 
     /// Encodes leaf entries into one or more private pages.
     fn write_leaf(&mut self, l: &Loaded, entries: Vec<LeafEntry>, append: bool) -> Vec<Piece> {
-        let plen = LeafNode::prefix_len(&entries);
-        let sizes: Vec<usize> = entries.iter().map(|e| e.size_with_prefix(plen)).collect();
-        let cuts = cut_points(&sizes, LEAF_FIXED + plen, self.ps, append);
+        let cuts = LeafNode::cuts(&entries, self.ps, append);
         let mut bounds = vec![0];
         bounds.extend(&cuts);
         bounds.push(entries.len());

@@ -170,13 +170,16 @@ pub fn query_rest<'q>(prefix: &[u8], q: &'q [u8]) -> Result<&'q [u8], std::cmp::
 /// Length of the longest common prefix of two byte strings.
 #[inline]
 pub fn lcp(a: &[u8], b: &[u8]) -> usize {
-    // A word at a time: longest-prefix lookups take the common prefix of long chain keys.
+    // A word at a time: longest-prefix lookups and leaf searches take the common prefix
+    // of long chain keys. In little-endian words the first differing byte is the lowest
+    // differing one.
     let n = a.len().min(b.len());
+    let (a, b) = (&a[..n], &b[..n]);
     let mut i = 0;
-    while i + 8 <= n {
-        let d = be_word(a, i) ^ be_word(b, i);
+    for (x, y) in a.chunks_exact(8).zip(b.chunks_exact(8)) {
+        let d = le_word(x) ^ le_word(y);
         if d != 0 {
-            return i + (d.leading_zeros() / 8) as usize;
+            return i + (d.trailing_zeros() / 8) as usize;
         }
         i += 8;
     }
@@ -186,13 +189,12 @@ pub fn lcp(a: &[u8], b: &[u8]) -> usize {
     i
 }
 
-/// Reads 8 bytes at `at` as a big-endian word, so that the first differing byte of two
-/// words is their highest differing bit.
+/// An 8-byte chunk as a little-endian word.
 #[inline(always)]
-fn be_word(s: &[u8], at: usize) -> u64 {
-    let mut b = [0u8; 8];
-    b.copy_from_slice(&s[at..at + 8]);
-    u64::from_be_bytes(b)
+fn le_word(s: &[u8]) -> u64 {
+    let mut w = [0u8; 8];
+    w.copy_from_slice(s);
+    u64::from_le_bytes(w)
 }
 
 /// Reads a little-endian u16 at `at`.

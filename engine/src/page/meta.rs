@@ -29,8 +29,10 @@ use super::PageId;
 
 /// The magic number at offset 4.
 pub const MAGIC: [u8; 8] = *b"AIMETAKV";
-/// The format version this build writes and the newest it reads.
-pub const FORMAT_VERSION: u32 = 1;
+/// The format version this build writes and the only one it reads. Version 2 front-codes
+/// the keys of leaf pages (version 1 stored each key's whole suffix after the page
+/// prefix), so a version-1 file is refused rather than misread.
+pub const FORMAT_VERSION: u32 = 2;
 
 const CHECKSUM_AT: usize = 0;
 const MAGIC_AT: usize = CHECKSUM_AT + size_of::<u32>();
@@ -96,6 +98,8 @@ pub enum MetaReject {
     },
     /// Written by a newer format version.
     TooNew(u32),
+    /// Written by an older format version that this build no longer reads.
+    TooOld(u32),
 }
 
 impl std::fmt::Display for MetaReject {
@@ -108,7 +112,7 @@ impl std::fmt::Display for MetaReject {
                     "checksum {stored:#010x} stored, {computed:#010x} computed"
                 )
             }
-            MetaReject::TooNew(v) => write!(f, "format version {v}"),
+            MetaReject::TooNew(v) | MetaReject::TooOld(v) => write!(f, "format version {v}"),
         }
     }
 }
@@ -151,6 +155,9 @@ impl Superblock {
         let version = read_u32(buf, VERSION_AT);
         if version > FORMAT_VERSION {
             return Err(MetaReject::TooNew(version));
+        }
+        if version < FORMAT_VERSION {
+            return Err(MetaReject::TooOld(version));
         }
         Ok(Superblock {
             version,
@@ -207,6 +214,15 @@ mod tests {
         assert_eq!(
             Superblock::decode(&buf),
             Err(MetaReject::TooNew(FORMAT_VERSION + 1))
+        );
+        let older = Superblock {
+            version: FORMAT_VERSION - 1,
+            ..sb
+        };
+        older.encode(&mut buf);
+        assert_eq!(
+            Superblock::decode(&buf),
+            Err(MetaReject::TooOld(FORMAT_VERSION - 1))
         );
         buf[4] = b'X';
         assert!(matches!(

@@ -20,7 +20,10 @@ pub use header::{
     PageHeader, PageId, PageKind, HEADER_LEN,
 };
 pub use inner::{InnerNode, InnerView, INNER_CELL_FIXED, INNER_FIXED};
-pub use leaf::{LeafEntry, LeafNode, LeafView, Value, ValueCell, LEAF_CELL_FIXED, LEAF_FIXED};
+pub use leaf::{
+    LeafEntry, LeafNode, LeafSizer, LeafView, Probe, Value, ValueCell, LEAF_CELL_FIXED, LEAF_FIXED,
+    LEAF_RESTART,
+};
 pub use meta::{MetaReject, Superblock, FORMAT_VERSION, MAGIC, META_LEN};
 pub use overflow::{
     decode_overflow_run, encode_overflow_run, overflow_pages_for, overflow_payload_per_page,

@@ -273,6 +273,13 @@ fn read_superblock(storage: &dyn Storage) -> Result<(Superblock, u8)> {
                 supported: FORMAT_VERSION,
             })
         }
+        (Err(MetaReject::TooOld(v)), _) | (_, Err(MetaReject::TooOld(v))) => {
+            Err(Error::FormatTooOld {
+                file,
+                found: v,
+                supported: FORMAT_VERSION,
+            })
+        }
         (Err(MetaReject::BadMagic(m)), Err(MetaReject::BadMagic(_))) => {
             Err(Error::BadMagic { file, found: m })
         }
