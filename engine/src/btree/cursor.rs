@@ -140,15 +140,17 @@ impl Cursor {
                 if self.key_pos == self.pos {
                     return;
                 }
-                let r = view.restart_of(self.pos);
-                let from = if self.key_pos != NO_KEY && self.key_pos >= r && self.key_pos < self.pos
-                {
-                    self.key_pos + 1
+                if view.restart_interval() == 1 {
+                    // A plain page: every entry holds its whole suffix.
+                    view.step_key(self.pos, self.plen, &mut self.key);
+                    self.key_pos = self.pos;
+                    return;
+                }
+                if self.key_pos != NO_KEY && self.key_pos + 1 == self.pos {
+                    // The next entry of a forward scan: one step from the key held.
+                    view.step_key(self.pos, self.plen, &mut self.key);
                 } else {
-                    r
-                };
-                for j in from..=self.pos {
-                    view.step_key(j, self.plen, &mut self.key);
+                    view.decode_key(self.pos, self.plen, &mut self.key);
                 }
                 self.key_pos = self.pos;
                 return;
@@ -410,7 +412,12 @@ impl Cursor {
         };
         let view = leaf.leaf();
         let n = view.len();
-        if n == 0 || view.cmp_first(q) == Ordering::Greater {
+        // Past the last restart (the last key of a plain page) the answer is likely in a
+        // later leaf: descending costs less than a search here that finds nothing.
+        if n == 0
+            || view.cmp_first(q) == Ordering::Greater
+            || view.cmp_last_restart(q) == Ordering::Less
+        {
             return false;
         }
         match view.search(q) {
