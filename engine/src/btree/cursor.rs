@@ -64,6 +64,8 @@ pub struct Cursor {
     plen: usize,
     /// The entry whose key `key` holds; `NO_KEY` when none.
     key_pos: usize,
+    /// Entries in `leaf` (0 without one), kept so that stepping need not parse its header.
+    leaf_len: usize,
     leaf_steps: u32,
     ra_window: usize,
     ra_max: usize,
@@ -96,6 +98,7 @@ impl Cursor {
             key: Vec::new(),
             plen: 0,
             key_pos: NO_KEY,
+            leaf_len: 0,
             leaf_steps: 0,
             ra_window: RA_START_PAGES,
             ra_max,
@@ -107,9 +110,7 @@ impl Cursor {
     /// True when the cursor is on an entry.
     #[inline]
     pub fn valid(&self) -> bool {
-        self.leaf
-            .as_ref()
-            .is_some_and(|l| self.pos < l.leaf().len())
+        self.pos < self.leaf_len
     }
 
     /// The current key (empty when not valid).
@@ -168,7 +169,14 @@ impl Cursor {
         self.clear_key();
         self.key.extend_from_slice(leaf.leaf().prefix());
         self.plen = self.key.len();
+        self.leaf_len = leaf.leaf().len();
         self.leaf = Some(leaf);
+    }
+
+    fn leave_leaf(&mut self) {
+        self.leaf = None;
+        self.leaf_len = 0;
+        self.clear_key();
     }
 
     /// Descends to the leaf for `q` (or the first/last leaf when `q` is None), re-using
@@ -178,8 +186,7 @@ impl Cursor {
         self.ra_window = RA_START_PAGES;
         let Some(root) = self.version.root.clone() else {
             self.path.clear();
-            self.leaf = None;
-            self.clear_key();
+            self.leave_leaf();
             return Ok(());
         };
         let inner_levels = (self.version.height - 1) as usize;
@@ -382,13 +389,13 @@ impl Cursor {
             if !self.step_leaf(Direction::Backward)? {
                 return Ok(());
             }
-            self.pos = self.leaf.as_ref().map_or(0, |l| l.leaf().len());
+            self.pos = self.leaf_len;
         }
     }
 
     fn settle_forward(&mut self) -> Result<()> {
-        while let Some(leaf) = &self.leaf {
-            if self.pos < leaf.leaf().len() {
+        while self.leaf.is_some() {
+            if self.pos < self.leaf_len {
                 self.load_key();
                 return Ok(());
             }
@@ -435,8 +442,7 @@ impl Cursor {
         let mut d = self.path.len();
         loop {
             if d == 0 {
-                self.leaf = None;
-                self.clear_key();
+                self.leave_leaf();
                 return Ok(false);
             }
             d -= 1;
