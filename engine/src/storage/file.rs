@@ -16,6 +16,10 @@ use super::{Storage, StorageError};
 /// so that a growing file is remapped O(log size) times.
 const MIN_MAP_BYTES: u64 = 64 << 20;
 
+/// Reads up to this size (a page miss) are copied out of the map; longer ones (readahead,
+/// whole frames, overflow runs) use `pread`, so the kernel sees one request for the range.
+const MAX_MAPPED_READ: usize = 16 << 10;
+
 /// A file accessed with `pread`/`pwrite` (or, when mapped, reads copied out of a memory
 /// map), safe to share between threads.
 #[derive(Debug)]
@@ -77,6 +81,10 @@ impl FileStorage {
         // (copy-on-write with deferred frees), so a page being copied out is not being
         // written; a torn copy of a reused page would fail its checksum, as with `pread`.
         let map = unsafe { MmapOptions::new().len(len).map(&self.file) }.ok()?;
+        // Page misses are random: without this, a fault on a page not in the OS cache reads
+        // its neighbours too and, when memory is short, evicts useful pages for them (the
+        // advice LMDB's MDB_NORDAHEAD gives for the same reason).
+        let _ = map.advise(memmap2::Advice::Random);
         let map = Arc::new(map);
         slot.store(Some(map.clone()));
         Some(map)
@@ -101,7 +109,7 @@ impl FileStorage {
 impl Storage for FileStorage {
     fn read_at(&self, buf: &mut [u8], offset: u64) -> Result<(), StorageError> {
         let end = offset.saturating_add(buf.len() as u64);
-        if let Some(slot) = &self.map {
+        if let Some(slot) = self.map.as_ref().filter(|_| buf.len() <= MAX_MAPPED_READ) {
             if end <= self.len.load(Ordering::Acquire) {
                 if let Some(map) = self.map_covering(slot, end) {
                     // `end` is within the map (map_covering) and within the file.
