@@ -51,6 +51,8 @@ pub mod frame;
 pub mod page;
 pub mod pool;
 pub mod storage;
+#[cfg(test)]
+mod test_rng;
 mod tree;
 pub mod wal;
 

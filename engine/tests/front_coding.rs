@@ -12,21 +12,7 @@ use std::collections::BTreeMap;
 use std::ops::Bound;
 
 use aimeta_engine::{Tree, TreeConfig};
-use common::{model_lpm, model_range, TestResult};
-
-/// xorshift, so the test needs no seed file.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
+use common::{model_lpm, model_range, Rng, TestResult};
 
 /// Every prefix of a chain `kv/m/<h0>/<h1>/...`; segments come from a small alphabet
 /// now and then, so that chains share heads and fork.

@@ -7,18 +7,7 @@ mod common;
 use std::collections::BTreeMap;
 
 use aimeta_engine::{Tree, TreeConfig};
-use common::{model_lpm, TestResult};
-
-/// A tiny deterministic generator (xorshift), so the test needs no seed file.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-}
+use common::{model_lpm, Rng, TestResult};
 
 /// Chain `c`: `kv/llama70b/<h0>/<h1>/...` with `depth` levels of 9 bytes each.
 fn chain(rng: &mut Rng, depth: usize) -> Vec<Vec<u8>> {

@@ -203,24 +203,7 @@ mod tests {
     use super::*;
     use crate::tree::{Tree, TreeConfig};
 
-    /// xorshift, so the test needs no seed file.
-    struct Rng(u64);
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0
-        }
-        /// A key over a 3-letter alphabet with '/' separators, so that many keys are
-        /// prefixes of each other and many are not.
-        fn key(&mut self, max: u64) -> Vec<u8> {
-            let len = 1 + self.next() % max;
-            (0..len)
-                .map(|_| b"ab/c"[(self.next() % 4) as usize])
-                .collect()
-        }
-    }
+    use crate::test_rng::Rng;
 
     fn brute(keys: &BTreeSet<Vec<u8>>, q: &[u8], boundary: Option<u8>) -> Option<usize> {
         (1..=q.len())

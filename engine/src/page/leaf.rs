@@ -804,22 +804,7 @@ mod tests {
         first_cell - (LEAF_FIXED + v.prefix().len() + SLOT * v.len())
     }
 
-    /// xorshift, so the test needs no seed file.
-    struct Rng(u64);
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0
-        }
-        fn key(&mut self, max: u64) -> Vec<u8> {
-            let len = 1 + self.next() % max;
-            (0..len)
-                .map(|_| b"ab/c"[(self.next() % 4) as usize])
-                .collect()
-        }
-    }
+    use crate::test_rng::Rng;
 
     #[test]
     fn front_coded_search_probe_and_decode_agree_with_brute_force() {

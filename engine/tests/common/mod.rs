@@ -102,3 +102,21 @@ pub fn model_lpm(m: &BTreeMap<Vec<u8>, Vec<u8>>, q: &[u8]) -> Option<(Vec<u8>, V
         .rev()
         .find_map(|l| m.get(&q[..l]).map(|v| (q[..l].to_vec(), v.clone())))
 }
+
+/// A deterministic xorshift generator, so that tests need no seed file.
+pub struct Rng(pub u64);
+
+impl Rng {
+    /// The next value.
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    /// A value below `n`.
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
