@@ -141,12 +141,6 @@ impl Cursor {
                 if self.key_pos == self.pos {
                     return;
                 }
-                if view.restart_interval() == 1 {
-                    // A plain page: every entry holds its whole suffix.
-                    view.step_key(self.pos, self.plen, &mut self.key);
-                    self.key_pos = self.pos;
-                    return;
-                }
                 if self.key_pos != NO_KEY && self.key_pos + 1 == self.pos {
                     // The next entry of a forward scan: one step from the key held.
                     view.step_key(self.pos, self.plen, &mut self.key);

@@ -64,13 +64,29 @@ impl FileStorage {
         Ok(f)
     }
 
-    /// The map covering `end`, made (or remade larger) when the current one does not.
-    fn map_covering(&self, slot: &ArcSwapOption<Mmap>, end: u64) -> Option<Arc<Mmap>> {
-        if let Some(m) = slot.load_full() {
-            if m.len() as u64 >= end {
-                return Some(m);
-            }
+    /// Copies `buf.len()` bytes at `offset` out of the map, made (or remade larger) when
+    /// the current one does not cover them; false when no map can be made. The caller has
+    /// checked that the bytes lie within the file.
+    fn copy_from_map(&self, slot: &ArcSwapOption<Mmap>, buf: &mut [u8], offset: u64) -> bool {
+        let range = offset as usize..offset as usize + buf.len();
+        // The current map, borrowed without touching its reference count.
+        if let Some(src) = slot.load().as_deref().and_then(|m| m.get(range.clone())) {
+            buf.copy_from_slice(src);
+            return true;
         }
+        let Some(map) = self.remap(range.end as u64) else {
+            return false;
+        };
+        let Some(src) = map.get(range) else {
+            return false;
+        };
+        buf.copy_from_slice(src);
+        slot.store(Some(Arc::new(map)));
+        true
+    }
+
+    /// A map of at least `end` bytes (the next power of two, and at least MIN_MAP_BYTES).
+    fn remap(&self, end: u64) -> Option<Mmap> {
         let want = end.max(MIN_MAP_BYTES).checked_next_power_of_two()?;
         let len = usize::try_from(want).ok()?;
         #[allow(unsafe_code)]
@@ -85,8 +101,6 @@ impl FileStorage {
         // its neighbours too and, when memory is short, evicts useful pages for them (the
         // advice LMDB's MDB_NORDAHEAD gives for the same reason).
         let _ = map.advise(memmap2::Advice::Random);
-        let map = Arc::new(map);
-        slot.store(Some(map.clone()));
         Some(map)
     }
 
@@ -110,14 +124,8 @@ impl Storage for FileStorage {
     fn read_at(&self, buf: &mut [u8], offset: u64) -> Result<(), StorageError> {
         let end = offset.saturating_add(buf.len() as u64);
         if let Some(slot) = self.map.as_ref().filter(|_| buf.len() <= MAX_MAPPED_READ) {
-            if end <= self.len.load(Ordering::Acquire) {
-                if let Some(map) = self.map_covering(slot, end) {
-                    // `end` is within the map (map_covering) and within the file.
-                    if let Some(src) = map.get(offset as usize..end as usize) {
-                        buf.copy_from_slice(src);
-                        return Ok(());
-                    }
-                }
+            if end <= self.len.load(Ordering::Acquire) && self.copy_from_map(slot, buf, offset) {
+                return Ok(());
             }
         }
         self.pread(buf, offset)
@@ -157,8 +165,10 @@ impl Storage for FileStorage {
         self.file
             .set_len(len)
             .map_err(|e| StorageError::io("truncate", &self.path, len, e))?;
-        self.len.fetch_max(len, Ordering::AcqRel);
-        if self.map.is_none() {
+        if self.map.is_some() {
+            // A write racing past the new end may have raised it already.
+            self.len.fetch_max(len, Ordering::AcqRel);
+        } else {
             self.len.store(len, Ordering::Release);
         }
         Ok(())
