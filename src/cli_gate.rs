@@ -7,8 +7,10 @@ use aimeta_adapters::EngineKind;
 use aimeta_reports::gate::{self, GateBaseline, GateMeasurement};
 use aimeta_workloads::gate::{Gate, GateOptions};
 use aimeta_workloads::run::{self, NoProgress, RunOptions};
-use aimeta_workloads::scale::{Scale, SCALES};
+use aimeta_workloads::scale::Scale;
 use clap::Args;
+
+use crate::cli_run::parse_scale;
 
 /// Options of `ai-meta gate`.
 #[derive(Args, Debug)]
@@ -68,12 +70,9 @@ fn options(args: &GateArgs, scale: Scale) -> GateOptions {
 
 /// `ai-meta gate`.
 pub fn gate(args: GateArgs) -> ExitCode {
-    let Some(scale) = Scale::by_name(&args.scale) else {
-        return usage_error(format!(
-            "unknown scale {:?}; valid: {}",
-            args.scale,
-            SCALES.map(|s| s.name).join(", ")
-        ));
+    let scale = match parse_scale(&args.scale) {
+        Ok(s) => s,
+        Err(e) => return usage_error(e),
     };
     if args.update_baseline && (args.full_frame || args.counters_only) {
         return usage_error(

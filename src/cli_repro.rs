@@ -6,10 +6,9 @@ use std::process::ExitCode;
 
 use aimeta_adapters::EngineKind;
 use aimeta_workloads::run::{self, RunError, RunOptions, Workload};
-use aimeta_workloads::scale::{Scale, SCALES};
 use clap::Args;
 
-use crate::cli_run::{check_writable, is_pg_start_failure, Bars};
+use crate::cli_run::{check_writable, is_pg_start_failure, parse_scale, Bars};
 
 /// The engines of the seed report's table.
 const SEED_ENGINES: [EngineKind; 4] = [
@@ -63,12 +62,9 @@ fn engines(args: &ReproArgs) -> Result<Vec<EngineKind>, String> {
 
 /// `ai-meta repro`.
 pub fn repro(args: ReproArgs) -> ExitCode {
-    let Some(scale) = Scale::by_name(&args.scale) else {
-        return usage_error(format!(
-            "unknown scale {:?}; valid: {}",
-            args.scale,
-            SCALES.map(|s| s.name).join(", ")
-        ));
+    let scale = match parse_scale(&args.scale) {
+        Ok(s) => s,
+        Err(e) => return usage_error(e),
     };
     let engines = match engines(&args) {
         Ok(e) => e,

@@ -95,15 +95,20 @@ fn usage_error(e: impl std::fmt::Display) -> ExitCode {
     ExitCode::from(2)
 }
 
-fn parse(args: &RunArgs) -> Result<RunOptions, String> {
-    let scale = Scale::by_name(&args.scale).ok_or_else(|| {
+/// The scale named `name`, or the message that lists the valid ones.
+pub(crate) fn parse_scale(name: &str) -> Result<Scale, String> {
+    Scale::by_name(name).ok_or_else(|| {
         RunError::UnknownName {
             what: "scale",
-            name: args.scale.clone(),
+            name: name.to_string(),
             valid: SCALES.map(|s| s.name).join(", "),
         }
         .to_string()
-    })?;
+    })
+}
+
+fn parse(args: &RunArgs) -> Result<RunOptions, String> {
+    let scale = parse_scale(&args.scale)?;
     let engines = if args.engines.is_empty() {
         EngineKind::enabled()
     } else {

@@ -85,6 +85,19 @@ pub struct Capabilities {
     pub io_counters: bool,
 }
 
+impl Capabilities {
+    /// A compared engine's: every durability mode, longest-prefix lookup and delimiter
+    /// listing through the shared emulations, and its own I/O counters when it has them.
+    pub const fn emulated(io_counters: bool) -> Capabilities {
+        Capabilities {
+            native_longest_prefix: false,
+            native_delimiter_listing: false,
+            durability: &Durability::ALL,
+            io_counters,
+        }
+    }
+}
+
 /// The result of [`KvEngine::compare_and_swap`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CasOutcome {

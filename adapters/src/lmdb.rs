@@ -250,12 +250,7 @@ impl KvEngine for LmdbEngine {
     }
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            native_longest_prefix: false,
-            native_delimiter_listing: false,
-            durability: &Durability::ALL,
-            io_counters: false,
-        }
+        Capabilities::emulated(false)
     }
 
     /// `MDB_APPEND` puts, committing every 50k keys; each batch is buffered so it can be

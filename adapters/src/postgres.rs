@@ -307,12 +307,7 @@ impl KvEngine for PgEngine {
     }
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            native_longest_prefix: false,
-            native_delimiter_listing: false,
-            durability: &Durability::ALL,
-            io_counters: false,
-        }
+        Capabilities::emulated(false)
     }
 
     /// `COPY ... FROM STDIN BINARY` in one statement.

@@ -160,12 +160,7 @@ impl KvEngine for RedbEngine {
     }
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            native_longest_prefix: false,
-            native_delimiter_listing: false,
-            durability: &Durability::ALL,
-            io_counters: false,
-        }
+        Capabilities::emulated(false)
     }
 
     /// One write transaction with every insert (redb has no append or ingest path).

@@ -217,12 +217,7 @@ impl KvEngine for RocksEngine {
     }
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            native_longest_prefix: false,
-            native_delimiter_listing: false,
-            durability: &Durability::ALL,
-            io_counters: true,
-        }
+        Capabilities::emulated(true)
     }
 
     fn bulk_load(&self, pairs: &mut dyn Iterator<Item = KvPair>) -> Result<u64> {

@@ -317,12 +317,7 @@ impl KvEngine for SqliteEngine {
     }
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            native_longest_prefix: false,
-            native_delimiter_listing: false,
-            durability: &Durability::ALL,
-            io_counters: false,
-        }
+        Capabilities::emulated(false)
     }
 
     /// One `BEGIN IMMEDIATE` transaction with one prepared `INSERT`.

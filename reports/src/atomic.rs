@@ -1,6 +1,6 @@
-//! Atomic file replacement: write a temporary file beside the target, fsync it, rename it
-//! over the target, fsync the directory. Readers see the old file or the new one, never
-//! half of either.
+//! The files this crate owns. Writes replace a file atomically: write a temporary file
+//! beside the target, fsync it, rename it over the target, fsync the directory; readers see
+//! the old file or the new one, never half of either. Reads check a `schema_version` first.
 
 use std::fs;
 use std::io::Write;
@@ -38,6 +38,34 @@ pub(crate) fn write_json<T: serde::Serialize>(path: &Path, value: &T) -> std::io
     let mut bytes = serde_json::to_vec_pretty(value).map_err(std::io::Error::other)?;
     bytes.push(b'\n');
     write_atomically(path, &bytes)
+}
+
+/// Why a versioned JSON file could not be read.
+pub(crate) enum ReadFailure {
+    /// The file could not be read.
+    Io(std::io::Error),
+    /// It is not JSON of the expected shape.
+    Parse(serde_json::Error),
+    /// Its `schema_version` is this one, not the one expected.
+    Version(u32),
+}
+
+/// Reads a JSON file whose `schema_version` must be `version`; the version is checked
+/// before the rest, so that a file of another version says so rather than failing to parse.
+pub(crate) fn read_json_versioned<T: serde::de::DeserializeOwned>(
+    path: &Path,
+    version: u32,
+) -> Result<T, ReadFailure> {
+    #[derive(serde::Deserialize)]
+    struct Probe {
+        schema_version: u32,
+    }
+    let bytes = fs::read(path).map_err(ReadFailure::Io)?;
+    let probe: Probe = serde_json::from_slice(&bytes).map_err(ReadFailure::Parse)?;
+    if probe.schema_version != version {
+        return Err(ReadFailure::Version(probe.schema_version));
+    }
+    serde_json::from_slice(&bytes).map_err(ReadFailure::Parse)
 }
 
 #[cfg(test)]

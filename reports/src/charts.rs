@@ -176,10 +176,18 @@ pub(crate) fn record_row(r: &Record, label: String, faded: bool) -> Row {
     }
 }
 
-/// The note explaining aimeta's full_frame variant, when a chart shows it.
-pub(crate) const FULL_FRAME_NOTE: &str =
-    "full_frame variants reproduce the seed report's bug (scans and \
+/// The note explaining aimeta's full_frame variants.
+const FULL_FRAME_NOTE: &str = "full_frame variants reproduce the seed report's bug (scans and \
      longest-prefix lookups read whole 512 KiB frames on a miss); the others read pages.";
+
+/// The full_frame note, when `workload` has a bug-reproduction record to explain.
+pub(crate) fn full_frame_note(results: &Results, workload: &str) -> Option<String> {
+    results
+        .records
+        .iter()
+        .any(|r| r.workload == workload && order::is_bug_repro(r.variant.as_deref()))
+        .then(|| FULL_FRAME_NOTE.to_string())
+}
 
 fn workload_chart(results: &Results, workload: &str, reserved: &[String]) -> Chart {
     let mut stem = file_stem(workload);
@@ -202,11 +210,8 @@ fn workload_chart(results: &Results, workload: &str, reserved: &[String]) -> Cha
                 .collect(),
         })
         .collect();
-    let mut footnotes = Vec::new();
+    let mut footnotes: Vec<String> = full_frame_note(results, workload).into_iter().collect();
     let recs = || results.records.iter().filter(|r| r.workload == workload);
-    if recs().any(|r| order::is_bug_repro(r.variant.as_deref())) {
-        footnotes.push(FULL_FRAME_NOTE.to_string());
-    }
     if let Some(t) = recs().map(|r| r.threads).max().filter(|t| *t > 1) {
         footnotes.push(format!(
             "Up to {t} threads; times are per operation per thread (see results.md for ops/s)."

@@ -452,27 +452,22 @@ impl GateBaseline {
 
     /// Reads and checks a baseline file.
     pub fn load(path: &Path) -> Result<GateBaseline, GateError> {
-        let bytes = std::fs::read(path).map_err(|source| GateError::Io {
-            path: path.to_path_buf(),
-            source,
-        })?;
-        let parse = |source| GateError::Parse {
-            path: path.to_path_buf(),
-            source,
-        };
-        #[derive(Deserialize)]
-        struct Probe {
-            schema_version: u32,
-        }
-        let probe: Probe = serde_json::from_slice(&bytes).map_err(parse)?;
-        if probe.schema_version != GATE_SCHEMA_VERSION {
-            return Err(GateError::Schema {
+        use crate::atomic::{read_json_versioned, ReadFailure};
+        read_json_versioned(path, GATE_SCHEMA_VERSION).map_err(|f| match f {
+            ReadFailure::Io(source) => GateError::Io {
                 path: path.to_path_buf(),
-                found: probe.schema_version,
+                source,
+            },
+            ReadFailure::Parse(source) => GateError::Parse {
+                path: path.to_path_buf(),
+                source,
+            },
+            ReadFailure::Version(found) => GateError::Schema {
+                path: path.to_path_buf(),
+                found,
                 supported: GATE_SCHEMA_VERSION,
-            });
-        }
-        serde_json::from_slice(&bytes).map_err(parse)
+            },
+        })
     }
 
     /// Checks that the baseline applies to a gate run at `scale`.

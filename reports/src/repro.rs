@@ -68,112 +68,104 @@ fn dataset_label(d: &crate::Dataset) -> String {
     )
 }
 
-/// Symptom 1: manifest_scan against manifest_get on the same store.
-fn symptom1(results: &Results, out: &mut String) {
-    let _ = writeln!(
-        out,
-        "Symptom 1: prefix scan of 100 entries with values (manifest_scan) against a point get \
-         (manifest_get) on the same store"
-    );
-    let _ = writeln!(
-        out,
-        "{:<10} {:<11} {:>11} {:>11} {:>9} {:>9} {:>18} {:>16}",
-        "engine",
-        "mode",
-        "scan/op",
-        "get/op",
-        "scan/get",
-        "vs lmdb",
-        "full_blob_reads/op",
-        "page_hits/op"
-    );
-    for d in datasets(results, "manifest") {
-        let _ = writeln!(out, "-- {}", dataset_label(d));
-        let lmdb_scan = mean(results.find("manifest_scan", &d.name, "lmdb", None));
-        for e in engines(results) {
-            let modes: &[(&str, Option<&str>, Option<&str>)] = if e == ENGINE {
-                &[
-                    ("full_frame", Some("full_frame"), Some("full_frame")),
-                    ("paged", Some("paged"), None),
-                ]
-            } else {
-                &[("-", None, None)]
-            };
-            for &(mode, scan_v, get_v) in modes {
-                let scan_rec = results.find("manifest_scan", &d.name, e, scan_v);
-                let scan = mean(scan_rec);
-                let get = mean(results.find("manifest_get", &d.name, e, get_v));
-                if scan.is_none() && get.is_none() {
-                    continue;
-                }
-                let (frames, hits) = counters(scan_rec);
-                let _ = writeln!(
-                    out,
-                    "{:<10} {:<11} {:>11} {:>11} {:>9} {:>9} {:>18} {:>16}",
-                    e,
-                    mode,
-                    time(scan),
-                    time(get),
-                    per(scan, get),
-                    per(scan, lmdb_scan),
-                    frames,
-                    hits
-                );
-            }
-        }
-    }
+/// One of the report's tables: an operation `a` against an operation `b` on the same
+/// store, per engine (this engine in both modes), with `a`'s ratio to LMDB.
+struct Symptom {
+    title: &'static str,
+    family: &'static str,
+    /// Column names of `a`, `b` and `a / b`.
+    columns: [&'static str; 3],
+    a: &'static str,
+    b: &'static str,
+    /// This engine's rows: mode, `a`'s variant, `b`'s variant.
+    ours: [(&'static str, Option<&'static str>, Option<&'static str>); 2],
+    /// The other engines' variants of `a` and `b` (LMDB's `a` is the reference).
+    others: (Option<&'static str>, Option<&'static str>),
 }
 
-/// Symptom 2: native longest-prefix lookup against bisecting with gets.
-fn symptom2(results: &Results, out: &mut String) {
+const SYMPTOMS: [Symptom; 2] = [
+    Symptom {
+        title: "Symptom 1: prefix scan of 100 entries with values (manifest_scan) against a \
+                point get (manifest_get) on the same store",
+        family: "manifest",
+        columns: ["scan/op", "get/op", "scan/get"],
+        a: "manifest_scan",
+        b: "manifest_get",
+        ours: [
+            ("full_frame", Some("full_frame"), Some("full_frame")),
+            ("paged", Some("paged"), None),
+        ],
+        others: (None, None),
+    },
+    Symptom {
+        title: "Symptom 2: longest stored prefix of a chain query (kvchain_lpm): native lookup \
+                (other engines: their predecessor seek) against bisecting with gets",
+        family: "kvchain",
+        columns: ["lookup/op", "bisect/op", "lookup/bisect"],
+        a: "kvchain_lpm",
+        b: "kvchain_lpm",
+        ours: [
+            (
+                "full_frame",
+                Some("native_full_frame"),
+                Some("bisect_full_frame"),
+            ),
+            ("paged", Some("native"), Some("bisect")),
+        ],
+        others: (Some("predecessor_seek"), Some("bisect")),
+    },
+];
+
+fn row(out: &mut String, cells: [&str; 8]) {
+    let [e, mode, a, b, ab, lmdb, frames, hits] = cells;
     let _ = writeln!(
         out,
-        "Symptom 2: longest stored prefix of a chain query (kvchain_lpm): native lookup \
-         (other engines: their predecessor seek) against bisecting with gets"
+        "{e:<10} {mode:<11} {a:>11} {b:>11} {ab:>13} {lmdb:>9} {frames:>18} {hits:>16}"
     );
-    let _ = writeln!(
+}
+
+fn symptom(results: &Results, s: &Symptom, out: &mut String) {
+    let _ = writeln!(out, "{}", s.title);
+    let [a_col, b_col, ab_col] = s.columns;
+    row(
         out,
-        "{:<10} {:<11} {:>11} {:>11} {:>13} {:>9} {:>18} {:>16}",
-        "engine",
-        "mode",
-        "lookup/op",
-        "bisect/op",
-        "lookup/bisect",
-        "vs lmdb",
-        "full_blob_reads/op",
-        "page_hits/op"
+        [
+            "engine",
+            "mode",
+            a_col,
+            b_col,
+            ab_col,
+            "vs lmdb",
+            "full_blob_reads/op",
+            "page_hits/op",
+        ],
     );
-    for d in datasets(results, "kvchain") {
+    for d in datasets(results, s.family) {
         let _ = writeln!(out, "-- {}", dataset_label(d));
-        let lmdb = mean(results.find("kvchain_lpm", &d.name, "lmdb", Some("predecessor_seek")));
+        let lmdb = mean(results.find(s.a, &d.name, "lmdb", s.others.0));
         for e in engines(results) {
-            let modes: &[(&str, &str, &str)] = if e == ENGINE {
-                &[
-                    ("full_frame", "native_full_frame", "bisect_full_frame"),
-                    ("paged", "native", "bisect"),
-                ]
-            } else {
-                &[("-", "predecessor_seek", "bisect")]
-            };
-            for &(mode, lookup_v, bisect_v) in modes {
-                let rec = results.find("kvchain_lpm", &d.name, e, Some(lookup_v));
-                let lookup = mean(rec);
-                let bisect = mean(results.find("kvchain_lpm", &d.name, e, Some(bisect_v)));
-                if lookup.is_none() && bisect.is_none() {
+            let others = [("-", s.others.0, s.others.1)];
+            let modes: &[_] = if e == ENGINE { &s.ours } else { &others };
+            for &(mode, a_v, b_v) in modes {
+                let rec = results.find(s.a, &d.name, e, a_v);
+                let a = mean(rec);
+                let b = mean(results.find(s.b, &d.name, e, b_v));
+                if a.is_none() && b.is_none() {
                     continue;
                 }
                 let (frames, hits) = counters(rec);
-                let _ = writeln!(
+                row(
                     out,
-                    "{:<10} {:<11} {:>11} {:>11} {:>13} {:>9} {:>18} {:>16}",
-                    e,
-                    mode,
-                    time(lookup),
-                    time(bisect),
-                    per(lookup, bisect),
-                    per(lookup, lmdb),
-                    frames,
-                    hits
+                    [
+                        e,
+                        mode,
+                        &time(a),
+                        &time(b),
+                        &per(a, b),
+                        &per(a, lmdb),
+                        &frames,
+                        &hits,
+                    ],
                 );
             }
         }
@@ -194,10 +186,10 @@ pub fn repro_tables(results: &Results) -> String {
         c.durability,
         c.ops
     );
-    out.push('\n');
-    symptom1(results, &mut out);
-    out.push('\n');
-    symptom2(results, &mut out);
+    for s in &SYMPTOMS {
+        out.push('\n');
+        symptom(results, s, &mut out);
+    }
     out
 }
 

@@ -256,34 +256,25 @@ impl Results {
     /// Reads and checks a results file: it must parse, have a known schema version and
     /// hold at least one record.
     pub fn load(path: &Path) -> Result<Results, ReportError> {
-        let bytes = std::fs::read(path).map_err(|source| ReportError::Io {
-            path: path.to_path_buf(),
-            source,
-        })?;
-        #[derive(Deserialize)]
-        struct Probe {
-            schema_version: u32,
-        }
-        let probe: Probe = serde_json::from_slice(&bytes).map_err(|source| ReportError::Parse {
-            path: path.to_path_buf(),
-            source,
-        })?;
-        if probe.schema_version != SCHEMA_VERSION {
-            return Err(ReportError::Schema {
-                path: path.to_path_buf(),
-                found: probe.schema_version,
-                supported: SCHEMA_VERSION,
-            });
-        }
-        let results: Results =
-            serde_json::from_slice(&bytes).map_err(|source| ReportError::Parse {
-                path: path.to_path_buf(),
+        use crate::atomic::{read_json_versioned, ReadFailure};
+        let path_buf = || path.to_path_buf();
+        let results: Results = read_json_versioned(path, SCHEMA_VERSION).map_err(|f| match f {
+            ReadFailure::Io(source) => ReportError::Io {
+                path: path_buf(),
                 source,
-            })?;
+            },
+            ReadFailure::Parse(source) => ReportError::Parse {
+                path: path_buf(),
+                source,
+            },
+            ReadFailure::Version(found) => ReportError::Schema {
+                path: path_buf(),
+                found,
+                supported: SCHEMA_VERSION,
+            },
+        })?;
         if results.records.is_empty() {
-            return Err(ReportError::Empty {
-                path: path.to_path_buf(),
-            });
+            return Err(ReportError::Empty { path: path_buf() });
         }
         Ok(results)
     }

@@ -4,7 +4,7 @@
 
 use crate::chart::{Cell, Chart, Reference, Row, Section, ValueKind};
 use crate::charts::{
-    dataset_header, dataset_tag, missing_text, record_row, subtitle, FULL_FRAME_NOTE,
+    dataset_header, dataset_tag, full_frame_note, missing_text, record_row, subtitle,
 };
 use crate::format;
 use crate::order::{self, engine_colour};
@@ -171,13 +171,7 @@ pub(crate) fn scan_cliff(results: &Results) -> Chart {
         names(true),
         names(false)
     )];
-    if results
-        .records
-        .iter()
-        .any(|r| r.workload == SCAN && order::is_bug_repro(r.variant.as_deref()))
-    {
-        footnotes.push(FULL_FRAME_NOTE.to_string());
-    }
+    footnotes.extend(full_frame_note(results, SCAN));
     Chart {
         stem: "scan_cliff".to_string(),
         title: "The scan cliff: manifest_scan inside and beyond the cache budget".to_string(),
@@ -241,13 +235,7 @@ pub(crate) fn lpm_variants(results: &Results) -> Chart {
          built from the engine's ordinary seeks and gets."
             .to_string(),
     ];
-    if results
-        .records
-        .iter()
-        .any(|r| r.workload == LPM && order::is_bug_repro(r.variant.as_deref()))
-    {
-        footnotes.push(FULL_FRAME_NOTE.to_string());
-    }
+    footnotes.extend(full_frame_note(results, LPM));
     if datasets.len() > 1 {
         footnotes.push(format!("Other data sets: see the {LPM} chart."));
     }

@@ -4,9 +4,9 @@
 //! `aimeta_reports::gate`'s; this module only measures.
 
 use aimeta_adapters::EngineKind;
-use aimeta_reports::gate::{CounterMeasured, GateMeasurement, RatioMeasured};
+use aimeta_reports::gate::{CounterMeasured, RatioMeasured};
 
-use crate::run::{plan_datasets, Data, NoProgress, Planned, Progress, RunError, RunOptions};
+use crate::run::{plan_datasets, Data, Planned, Progress, RunError, RunOptions};
 use crate::run::{Session, Workload};
 
 /// Operations per counter check, each on a freshly opened (cold) pool.
@@ -234,11 +234,6 @@ impl Gate {
         })
     }
 
-    /// Names of every ratio check.
-    pub fn ratio_checks(&self) -> Vec<String> {
-        self.specs.iter().map(|s| s.check.clone()).collect()
-    }
-
     /// Times the ratio checks named in `only` (all when None): for each round and check,
     /// `ops_per_round` operations on one side then the other, the order swapped every
     /// round, and the ratio of the two means.
@@ -302,17 +297,4 @@ impl Gate {
         self.warm = true;
         Ok(())
     }
-
-    /// Everything: the counters, then every ratio.
-    pub fn measure_all(&mut self, progress: &dyn Progress) -> Result<GateMeasurement, RunError> {
-        let mut counters = self.counters()?;
-        let ratios = self.ratios(None, progress)?;
-        counters.push(self.full_frame_reads()?);
-        Ok(GateMeasurement { ratios, counters })
-    }
-}
-
-/// A gate measurement with no progress output (for tests).
-pub fn measure(o: GateOptions) -> Result<GateMeasurement, RunError> {
-    Gate::load(o, &NoProgress)?.measure_all(&NoProgress)
 }
