@@ -1,11 +1,15 @@
 //! The page allocator: free extents, file growth by whole frames, and frees that wait.
 //!
-//! A page freed by commit F (its last version was visible to snapshots before F) may be
-//! reused only when (1) no live snapshot is older than F, and (2) no checkpoint that
-//! recovery could start from references it: the newest durable checkpoint D was taken
-//! before the page was created (D < created) or after it was freed (D >= F). Pages that
-//! never reached a checkpoint are therefore recycled as soon as readers move on, while
-//! pages of the durable tree wait for the next checkpoint (shadow paging).
+//! A page image created by commit `created` and replaced by commit `freed` (its last
+//! version was visible to snapshots before `freed`) may be reused only when
+//! 1. no live snapshot is older than `freed`, and
+//! 2. no checkpoint that recovery could start from references it. Those are the durable
+//!    checkpoint and, while one runs, the checkpoint being written (its superblock may
+//!    reach the disk at any moment, and its flush may still be writing the page). A
+//!    checkpoint of commit `c` references the page when `created <= c < freed`.
+//!
+//! Pages that never reached a checkpoint are therefore recycled as soon as readers move
+//! on, while pages of a recoverable tree wait for a newer checkpoint (shadow paging).
 
 use std::collections::{BTreeMap, VecDeque};
 
@@ -14,6 +18,26 @@ use crate::page::PageId;
 
 /// Pages 0 and 1 hold the two superblock copies.
 pub const FIRST_DATA_PAGE: PageId = 2;
+
+/// The checkpoints that recovery could start from: the durable one and, while it is being
+/// written, the next one.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Recoverable {
+    /// The commit the durable checkpoint captured.
+    pub durable: u64,
+    /// The commit a checkpoint being written captured. It stays set when that checkpoint
+    /// fails: its superblock may have reached the disk.
+    pub in_flight: Option<u64>,
+}
+
+impl Recoverable {
+    /// True when one of these checkpoints references a page image that commit `created`
+    /// wrote and commit `freed` replaced.
+    pub fn reference(&self, created: u64, freed: u64) -> bool {
+        let refs = |c: u64| created <= c && c < freed;
+        refs(self.durable) || self.in_flight.is_some_and(refs)
+    }
+}
 
 #[derive(Debug, Clone, Copy)]
 struct Pending {
@@ -160,16 +184,20 @@ impl Allocator {
 
     /// Moves pending frees that no snapshot and no recoverable checkpoint can reach into
     /// the free space; returns them so the buffer pool can drop their stale images.
-    pub fn reclaim(&mut self, oldest_snapshot: u64, durable_seq: u64) -> Vec<(PageId, u64)> {
+    pub fn reclaim(
+        &mut self,
+        oldest_snapshot: u64,
+        recoverable: Recoverable,
+    ) -> Vec<(PageId, u64)> {
         let mut out = Vec::new();
         let mut i = 0;
         while i < self.awaiting_checkpoint.len() {
             let p = self.awaiting_checkpoint[i];
-            if durable_seq >= p.freed {
+            if recoverable.reference(p.created, p.freed) {
+                i += 1;
+            } else {
                 self.awaiting_checkpoint.swap_remove(i);
                 out.push((p.first, p.len));
-            } else {
-                i += 1;
             }
         }
         while let Some(p) = self.pending.front().copied() {
@@ -177,10 +205,10 @@ impl Allocator {
                 break;
             }
             self.pending.pop_front();
-            if durable_seq >= p.freed || durable_seq < p.created {
-                out.push((p.first, p.len));
-            } else {
+            if recoverable.reference(p.created, p.freed) {
                 self.awaiting_checkpoint.push(p);
+            } else {
+                out.push((p.first, p.len));
             }
         }
         for &(first, len) in &out {
@@ -250,6 +278,13 @@ mod tests {
         assert_eq!(a.page_count(), 16);
     }
 
+    fn durable(seq: u64) -> Recoverable {
+        Recoverable {
+            durable: seq,
+            in_flight: None,
+        }
+    }
+
     #[test]
     fn deferred_frees_wait_for_readers_and_checkpoints() {
         let mut a = Allocator::new(geo(), 0, []);
@@ -259,10 +294,41 @@ mod tests {
         a.defer(p, 1, 5, 7);
         // q is part of durable checkpoint 3: it must wait for a checkpoint at or after 7.
         a.defer(q, 1, 2, 7);
-        assert!(a.reclaim(6, 3).is_empty());
-        assert_eq!(a.reclaim(7, 3), vec![(p, 1)]);
-        assert!(a.reclaim(9, 6).is_empty());
-        assert_eq!(a.reclaim(9, 7), vec![(q, 1)]);
+        assert!(a.reclaim(6, durable(3)).is_empty());
+        assert_eq!(a.reclaim(7, durable(3)), vec![(p, 1)]);
+        assert!(a.reclaim(9, durable(6)).is_empty());
+        assert_eq!(a.reclaim(9, durable(7)), vec![(q, 1)]);
         assert!(a.is_free(p) && a.is_free(q));
+    }
+
+    #[test]
+    fn a_checkpoint_being_written_holds_the_pages_it_references() {
+        let mut a = Allocator::new(geo(), 0, []);
+        let p = a.alloc(1);
+        let q = a.alloc(1);
+        // Both created after the durable checkpoint 3; checkpoint 6 is being written.
+        // p (created 5, replaced 7) is in checkpoint 6's tree; q (created 4, replaced 6)
+        // is not.
+        a.defer(p, 1, 5, 7);
+        a.defer(q, 1, 4, 6);
+        let writing = Recoverable {
+            durable: 3,
+            in_flight: Some(6),
+        };
+        assert_eq!(a.reclaim(9, writing), vec![(q, 1)]);
+        assert!(!a.is_free(p));
+        // Checkpoint 6 became durable: p still waits for one at or after 7.
+        assert!(a.reclaim(9, durable(6)).is_empty());
+        assert_eq!(a.reclaim(9, durable(8)), vec![(p, 1)]);
+    }
+
+    #[test]
+    fn references_are_the_half_open_lifetime() {
+        let r = Recoverable {
+            durable: 3,
+            in_flight: Some(8),
+        };
+        assert!(r.reference(3, 4) && r.reference(1, 9) && r.reference(8, 9));
+        assert!(!r.reference(4, 8) && !r.reference(1, 3) && !r.reference(9, 12));
     }
 }

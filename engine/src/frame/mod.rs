@@ -5,5 +5,5 @@
 mod alloc;
 mod geometry;
 
-pub use alloc::Allocator;
+pub use alloc::{Allocator, Recoverable};
 pub use geometry::Geometry;

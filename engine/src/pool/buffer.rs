@@ -54,6 +54,10 @@ pub struct BufferPool {
     counters: Counters,
     scan_io: ScanIo,
     next_gen: AtomicU64,
+    /// Writes to the data file begun and completed: a whole-frame read caches the pages it
+    /// did not ask for only if no write overlapped it (see `read_frame`).
+    writes_started: AtomicU64,
+    writes_finished: AtomicU64,
     writeback_failed: Mutex<Option<String>>,
     /// Buffers of evicted pages that no reader held, reused by the next misses instead of
     /// allocating (and zeroing) a new page buffer each time.
@@ -90,6 +94,8 @@ impl BufferPool {
             counters: Counters::new(),
             scan_io: cfg.scan_io,
             next_gen: AtomicU64::new(1),
+            writes_started: AtomicU64::new(0),
+            writes_finished: AtomicU64::new(0),
             writeback_failed: Mutex::new(None),
             spare: Mutex::new(Vec::with_capacity(SPARE_BUFFERS)),
         }
@@ -219,15 +225,18 @@ impl BufferPool {
         let start = self.geo.frame_start(frame);
         let ps = self.geo.page_bytes();
         let mut buf = vec![0u8; self.geo.frame_size as usize];
+        // The other pages of the frame belong to no snapshot this read holds: their places
+        // may be freed and rewritten while it runs, so they are cached only if no write to
+        // the file was in progress or began during the read (checked under the evictor
+        // lock, which every removal of a written page from the table takes).
+        let started = self.writes_started.load(Ordering::Acquire);
+        let quiet_before = self.writes_finished.load(Ordering::Acquire) == started;
         self.storage.read_at(&mut buf, self.geo.offset(start))?;
         self.counters.add(Counter::FullFrameReads, 1);
         self.counters.add(Counter::BytesRead, buf.len() as u64);
         self.counters
             .add(Counter::PagesRead, self.geo.pages_per_frame());
-        // The peer engine caches what it read as one 512 KiB unit: the frame's pages enter
-        // the table together and leave together, first in first out.
-        let mut wanted = None;
-        let mut added = 0usize;
+        let mut loaded = Vec::new();
         for (j, chunk) in buf.chunks_exact(ps).enumerate() {
             let pid = start + j as u64;
             if pid < 2 || self.table.contains(pid) {
@@ -242,14 +251,26 @@ impl BufferPool {
                 continue;
             }
             page.frame_unit.store(true, Ordering::Relaxed);
-            let (p, inserted) = self.table.insert_if_absent(Arc::new(page));
-            added += usize::from(inserted);
-            if pid == id {
-                wanted = Some(p);
-            }
+            loaded.push(page);
         }
+        // The peer engine caches what it read as one 512 KiB unit: the frame's pages enter
+        // the table together and leave together, first in first out.
+        let mut wanted = None;
         {
             let mut ev = lock(&self.evictor);
+            let quiet = quiet_before && self.writes_started.load(Ordering::Acquire) == started;
+            let mut added = 0usize;
+            for page in loaded {
+                let pid = page.id();
+                if pid != id && !quiet {
+                    continue;
+                }
+                let (p, inserted) = self.table.insert_if_absent(Arc::new(page));
+                added += usize::from(inserted);
+                if pid == id {
+                    wanted = Some(p);
+                }
+            }
             ev.resident += added;
             ev.frames.push_back((start, self.geo.pages_per_frame()));
             self.evict_locked(&mut ev);
@@ -354,31 +375,55 @@ impl BufferPool {
         page.pinned.store(pinned, Ordering::Relaxed);
     }
 
-    /// Drops the image of a freed page (reclaimed, about to be reused).
+    /// Drops the image of a freed page whose place in the file is about to be reused.
+    /// When it returns, no write of that image is in progress and none will start: a
+    /// flush or eviction still holding it finds it clean. The place's known-good mark goes
+    /// too, since the bytes there belong to no tree until the next owner writes them.
     pub fn discard(&self, id: PageId) {
-        let mut ev = lock(&self.evictor);
-        if self.table.remove(id).is_some() {
-            ev.resident -= 1;
+        let resident = {
+            let mut ev = lock(&self.evictor);
+            let p = self.table.remove(id);
+            if p.is_some() {
+                ev.resident -= 1;
+            }
+            p
+        };
+        let listed = lock(&self.dirty).remove(&id);
+        for page in resident.iter().chain(listed.iter()) {
+            let _latch = lock(&page.write_latch);
+            page.dirty.store(false, Ordering::Release);
         }
-        drop(ev);
-        lock(&self.dirty).remove(&id);
+        self.table.set_known_good(id, false);
     }
 
-    fn write_back(&self, page: &Page) -> Result<()> {
-        self.table.set_known_good(page.id(), false);
-        self.storage
-            .write_at(page.bytes(), self.geo.offset(page.id()))?;
-        // A sealed image this process just wrote.
-        self.table.set_known_good(page.id(), true);
+    /// Writes `page` to its place in the file if it is still dirty; true when it wrote.
+    /// The check and the write are one step under the page's write latch, so an image
+    /// discarded meanwhile is never written over its place's next owner.
+    fn write_back(&self, page: &Page) -> Result<bool> {
+        {
+            let _latch = lock(&page.write_latch);
+            if !page.is_dirty() {
+                return Ok(false);
+            }
+            self.table.set_known_good(page.id(), false);
+            self.writes_started.fetch_add(1, Ordering::AcqRel);
+            let written = self
+                .storage
+                .write_at(page.bytes(), self.geo.offset(page.id()));
+            self.writes_finished.fetch_add(1, Ordering::AcqRel);
+            written?;
+            // A sealed image this process just wrote.
+            self.table.set_known_good(page.id(), true);
+            page.dirty.store(false, Ordering::Release);
+        }
         self.counters.add(Counter::PagesWritten, 1);
         self.counters
             .add(Counter::BytesWritten, page.bytes().len() as u64);
-        page.dirty.store(false, Ordering::Release);
         let mut dirty = lock(&self.dirty);
         if dirty.get(&page.id()).is_some_and(|p| p.gen() == page.gen()) {
             dirty.remove(&page.id());
         }
-        Ok(())
+        Ok(true)
     }
 
     fn evict_locked(&self, ev: &mut Evictor) {
@@ -398,14 +443,15 @@ impl BufferPool {
             let Verdict::Evict { from_small } = ev.judge(&page, from_small) else {
                 continue;
             };
-            if page.is_dirty() {
-                if let Err(e) = self.write_back(&page) {
+            match self.write_back(&page) {
+                Ok(true) => self.counters.add(Counter::DirtyWritebacks, 1),
+                Ok(false) => {}
+                Err(e) => {
                     // Keep the page: the next checkpoint reports the failure.
                     *lock(&self.writeback_failed) = Some(e.to_string());
                     ev.keep_after_failure(&page);
                     break;
                 }
-                self.counters.add(Counter::DirtyWritebacks, 1);
             }
             if self.table.remove_if(id, gen) {
                 ev.resident -= 1;
@@ -443,10 +489,7 @@ impl BufferPool {
         pages.sort_by_key(|p| p.id());
         let mut n = 0;
         for p in &pages {
-            if p.is_dirty() {
-                self.write_back(p)?;
-                n += 1;
-            }
+            n += u64::from(self.write_back(p)?);
         }
         Ok(n)
     }
@@ -464,7 +507,10 @@ impl BufferPool {
         for id in pages.clone() {
             self.table.set_known_good(id, false);
         }
-        self.storage.write_at(bytes, self.geo.offset(first))?;
+        self.writes_started.fetch_add(1, Ordering::AcqRel);
+        let written = self.storage.write_at(bytes, self.geo.offset(first));
+        self.writes_finished.fetch_add(1, Ordering::AcqRel);
+        written?;
         for id in pages {
             self.table.set_known_good(id, true);
         }

@@ -80,7 +80,10 @@ impl Tree {
             current: ArcSwap::from_pointee(o.version),
             writer: Mutex::new(Writer {
                 seq: o.superblock.seq,
-                durable_seq: o.superblock.seq,
+                checkpoints: crate::frame::Recoverable {
+                    durable: o.superblock.seq,
+                    in_flight: None,
+                },
                 generation: o.superblock.generation,
                 next_slot: o.slot ^ 1,
                 freelist_pages: o.freelist_pages,

@@ -21,7 +21,7 @@ use super::config::Durability;
 use super::open::write_superblock;
 use crate::btree::{Mutation, Version, WriteTxn};
 use crate::error::{Error, Result};
-use crate::frame::Allocator;
+use crate::frame::{Allocator, Recoverable};
 use crate::page::{
     encode_freelist_pages, freelist_pages_needed, seal, PageId, Superblock, FORMAT_VERSION,
 };
@@ -32,7 +32,8 @@ use crate::wal::{Record, Wal, WalError};
 pub(crate) struct Writer {
     pub alloc: Allocator,
     pub seq: u64,
-    pub durable_seq: u64,
+    /// The durable checkpoint and the one being written, which hold their pages.
+    pub checkpoints: Recoverable,
     pub generation: u64,
     pub next_slot: u8,
     pub freelist_pages: Vec<PageId>,
@@ -68,9 +69,15 @@ pub(crate) struct Shared {
     pub _lock_file: std::fs::File,
 }
 
-/// What a checkpoint captured under the writer lock.
+/// What a checkpoint captured under the writer lock. It holds the captured tree's shape,
+/// not its version: the pages that tree references are kept in place by
+/// `Writer::checkpoints` (`in_flight`), not as a snapshot, so that pages written and
+/// replaced after the capture are reused while the flush runs.
 struct Capture {
-    version: Arc<Version>,
+    seq: u64,
+    root: PageId,
+    height: u32,
+    entries: u64,
     freelist: Vec<PageId>,
     extents: Vec<(PageId, u32)>,
     page_count: u64,
@@ -217,7 +224,7 @@ impl Shared {
 
     pub fn reclaim(&self, w: &mut Writer) {
         let oldest = self.oldest_live_seq();
-        for (first, len) in w.alloc.reclaim(oldest, w.durable_seq) {
+        for (first, len) in w.alloc.reclaim(oldest, w.checkpoints) {
             for p in first..first + len {
                 self.pool.discard(p);
             }
@@ -241,16 +248,16 @@ impl Shared {
             for &p in &cap.freelist {
                 w.alloc.release(p, 1);
             }
-            self.poison(format!(
-                "checkpoint of commit {} failed: {e}",
-                cap.version.seq
-            ));
+            self.poison(format!("checkpoint of commit {} failed: {e}", cap.seq));
             return Err(e);
         }
         w.next_slot ^= 1;
         w.generation = cap.generation;
-        w.durable_seq = cap.version.seq;
-        self.durable_seq.store(cap.version.seq, Ordering::Relaxed);
+        w.checkpoints = Recoverable {
+            durable: cap.seq,
+            in_flight: None,
+        };
+        self.durable_seq.store(cap.seq, Ordering::Relaxed);
         for p in std::mem::replace(&mut w.freelist_pages, cap.freelist) {
             w.alloc.release(p, 1);
         }
@@ -263,11 +270,11 @@ impl Shared {
     fn capture(&self) -> Result<Option<Capture>> {
         let mut w = lock(&self.writer);
         let version = self.current.load_full();
-        if version.seq == w.durable_seq && w.generation > 0 {
+        if version.seq == w.checkpoints.durable && w.generation > 0 {
             return Ok(None);
         }
         if self.logging() {
-            if let Err(e) = self.wal.rotate(w.durable_seq) {
+            if let Err(e) = self.wal.rotate(w.checkpoints.durable) {
                 self.poison(format!("switching log files failed: {e}"));
                 return Err(e);
             }
@@ -284,8 +291,14 @@ impl Shared {
             }
             freelist.push(w.alloc.alloc(1));
         };
+        // From here until it is durable, the superblock of this checkpoint may reach the
+        // disk: the pages its tree references are not reused, whatever replaces them.
+        w.checkpoints.in_flight = Some(version.seq);
         Ok(Some(Capture {
-            version,
+            seq: version.seq,
+            root: version.root.as_ref().map_or(0, |p| p.id()),
+            height: version.height,
+            entries: version.entries,
             freelist,
             extents,
             page_count: w.alloc.page_count(),
@@ -298,10 +311,9 @@ impl Shared {
     fn write_checkpoint(&self, cap: &Capture) -> Result<()> {
         let pool = &self.pool;
         let geo = pool.geometry();
-        let v = &cap.version;
         pool.ensure_len(cap.page_count)?;
         pool.flush_dirty()?;
-        let pages = encode_freelist_pages(&cap.extents, &cap.freelist, v.seq, geo.page_bytes());
+        let pages = encode_freelist_pages(&cap.extents, &cap.freelist, cap.seq, geo.page_bytes());
         for (id, mut page) in cap.freelist.iter().zip(pages) {
             seal(&mut page);
             pool.write_run(*id, &page)?;
@@ -311,15 +323,15 @@ impl Shared {
             version: FORMAT_VERSION,
             page_size: geo.page_size,
             frame_size: geo.frame_size,
-            seq: v.seq,
-            root: v.root.as_ref().map_or(0, |p| p.id()),
-            height: v.height,
-            entries: v.entries,
+            seq: cap.seq,
+            root: cap.root,
+            height: cap.height,
+            entries: cap.entries,
             page_count: cap.page_count,
             freelist: cap.freelist.first().copied().unwrap_or(0),
             freelist_pages: cap.freelist.len() as u64,
             free_pages: cap.extents.iter().map(|&(_, l)| u64::from(l)).sum(),
-            log_start: v.seq + 1,
+            log_start: cap.seq + 1,
             generation: cap.generation,
         };
         write_superblock(pool.storage().as_ref(), &sb, cap.slot)?;

@@ -120,3 +120,46 @@ impl Rng {
         self.next() % n
     }
 }
+
+/// A value that names its key and its writer's counter, `len` bytes long (at least 16):
+/// a reader can tell a value written for another key, or a page image from elsewhere,
+/// without knowing the model. Layout: key hash u64, stamp u64, then bytes derived from
+/// both.
+pub fn stamped_value(key: &[u8], stamp: u64, len: usize) -> Vec<u8> {
+    let h = key_hash(key);
+    let mut v = Vec::with_capacity(len.max(16));
+    v.extend_from_slice(&h.to_le_bytes());
+    v.extend_from_slice(&stamp.to_le_bytes());
+    let mut x = h ^ stamp.rotate_left(17) ^ 0x9E37_79B9_7F4A_7C15;
+    while v.len() < len.max(16) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        v.push(x as u8);
+    }
+    v
+}
+
+/// The stamp of a value made by [`stamped_value`] for `key`, or what is wrong with it.
+pub fn check_stamped(key: &[u8], value: &[u8]) -> Result<u64, String> {
+    if value.len() < 16 {
+        return Err(format!("value of {} bytes is too short", value.len()));
+    }
+    let stamp = u64::from_le_bytes(value[8..16].try_into().map_err(|_| "short stamp")?);
+    if value != stamped_value(key, stamp, value.len()).as_slice() {
+        return Err(format!(
+            "value of {} bytes (stamp {stamp}) was not written for key {:?}",
+            value.len(),
+            String::from_utf8_lossy(key)
+        ));
+    }
+    Ok(stamp)
+}
+
+fn key_hash(key: &[u8]) -> u64 {
+    let mut h = 0xcbf2_9ce4_8422_2325u64;
+    for &b in key {
+        h = (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
+}
