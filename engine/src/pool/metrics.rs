@@ -132,6 +132,9 @@ pub struct Metrics {
     pub wal_syncs: u64,
     /// Torn log tails cut off when the tree was opened.
     pub wal_torn_tails: u64,
+    /// Log file headers found damaged on open and rewritten from the epoch their records
+    /// prove (a damaged header is never read as an empty log).
+    pub wal_repaired_headers: u64,
     /// Log records replayed when the tree was opened.
     pub wal_replayed_records: u64,
     /// Checkpoints completed since open.

@@ -108,6 +108,10 @@ impl Tree {
             .stats
             .torn_tails
             .store(o.wal.torn_tails, Ordering::Relaxed);
+        shared
+            .stats
+            .repaired_headers
+            .store(o.wal.repaired_headers, Ordering::Relaxed);
         let start = o.superblock.seq;
         let pending: Vec<_> = o
             .wal
@@ -355,6 +359,7 @@ impl Tree {
             wal_bytes: sh.wal.bytes.load(Ordering::Relaxed),
             wal_syncs: sh.wal.syncs.load(Ordering::Relaxed),
             wal_torn_tails: sh.stats.torn_tails.load(Ordering::Relaxed),
+            wal_repaired_headers: sh.stats.repaired_headers.load(Ordering::Relaxed),
             wal_replayed_records: sh.stats.replayed.load(Ordering::Relaxed),
             checkpoints: sh.stats.checkpoints.load(Ordering::Relaxed),
         }

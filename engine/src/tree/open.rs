@@ -112,11 +112,17 @@ pub fn open(cfg: &TreeConfig) -> Result<Opened> {
     // A superblock an earlier process wrote may not be on disk yet; recovery is about to
     // rely on it (and let log records go), so make it durable first.
     storage.sync()?;
+    // The superblock is read before the log is touched, so that a file this build must
+    // refuse (a newer format) is left exactly as it was.
+    let existing = if storage.len()? == 0 {
+        None
+    } else {
+        Some(read_superblock(storage.as_ref())?)
+    };
     let wal = Wal::open(cfg.opener.as_ref(), &cfg.dir)?;
-    if storage.len()? == 0 {
+    let Some((sb, slot)) = existing else {
         return create(cfg, storage, lock, wal);
-    }
-    let (sb, slot) = read_superblock(storage.as_ref())?;
+    };
     let geo =
         Geometry::new(sb.page_size, sb.frame_size).map_err(|reason| Error::SuperblockCorrupt {
             file: data.clone(),
@@ -235,13 +241,17 @@ fn create(
     })
 }
 
-/// Reads both superblock copies and returns the newer valid one and its slot.
+/// Reads both superblock copies and returns the newer valid one and its slot. A copy
+/// written by a newer format version refuses the open whatever the other copy says: opening
+/// from the older copy would replay the log and overwrite what the newer build wrote.
 fn read_superblock(storage: &dyn Storage) -> Result<(Superblock, u8)> {
     let file = storage.path().to_path_buf();
     let len = storage.len()?;
     let mut first = vec![0u8; META_LEN];
     storage.read_at(&mut first, 0)?;
     let a = Superblock::decode(&first);
+    // The second copy sits one page in; when the first copy cannot say the page size, try
+    // each size the engine can be configured with.
     let second_at: Vec<u64> = match &a {
         Ok(sb) => vec![u64::from(sb.page_size)],
         Err(_) => vec![4096, 8192, 16384, 32768],
@@ -254,18 +264,11 @@ fn read_superblock(storage: &dyn Storage) -> Result<(Superblock, u8)> {
         let mut buf = vec![0u8; META_LEN];
         storage.read_at(&mut buf, at)?;
         b = Superblock::decode(&buf);
-        if b.is_ok() {
+        if matches!(b, Ok(_) | Err(MetaReject::TooNew(_))) {
             break;
         }
     }
     match (a, b) {
-        (Ok(x), Ok(y)) => Ok(if y.generation > x.generation {
-            (y, 1)
-        } else {
-            (x, 0)
-        }),
-        (Ok(x), Err(_)) => Ok((x, 0)),
-        (Err(_), Ok(y)) => Ok((y, 1)),
         (Err(MetaReject::TooNew(v)), _) | (_, Err(MetaReject::TooNew(v))) => {
             Err(Error::FormatTooNew {
                 file,
@@ -273,6 +276,13 @@ fn read_superblock(storage: &dyn Storage) -> Result<(Superblock, u8)> {
                 supported: FORMAT_VERSION,
             })
         }
+        (Ok(x), Ok(y)) => Ok(if y.generation > x.generation {
+            (y, 1)
+        } else {
+            (x, 0)
+        }),
+        (Ok(x), Err(_)) => Ok((x, 0)),
+        (Err(_), Ok(y)) => Ok((y, 1)),
         (Err(MetaReject::TooOld(v)), _) | (_, Err(MetaReject::TooOld(v))) => {
             Err(Error::FormatTooOld {
                 file,

@@ -43,6 +43,7 @@ pub(crate) struct Writer {
 #[derive(Debug, Default)]
 pub(crate) struct DurabilityStats {
     pub torn_tails: AtomicU64,
+    pub repaired_headers: AtomicU64,
     pub replayed: AtomicU64,
     pub checkpoints: AtomicU64,
 }

@@ -28,12 +28,26 @@ pub enum WalError {
         found: u64,
     },
 
-    /// A log file header is not this engine's.
-    #[error("{file} is not an aimeta-engine log ({reason}): move it out of the tree directory")]
-    BadHeader {
+    /// A log file's header is damaged and records of no plausible epoch follow it, so the
+    /// commits in the file cannot be told apart from garbage.
+    #[error("{file}: the log file's header is damaged ({reason}) and {bytes} bytes follow it that match neither neighbouring epoch of the other log file: the commits in it cannot be recovered. Restore the directory from a backup; moving the file away opens the tree without those commits")]
+    DamagedHeader {
         /// The log file.
         file: PathBuf,
-        /// What is wrong.
+        /// What is wrong with the header.
         reason: String,
+        /// Bytes after the header.
+        bytes: u64,
+    },
+
+    /// A log file was written by a newer format version of the log.
+    #[error("{file} has log format version {found}, newer than the {supported} this build reads: open the tree with a newer aimeta-engine")]
+    TooNew {
+        /// The log file.
+        file: PathBuf,
+        /// Version in the header.
+        found: u32,
+        /// Newest version this build reads.
+        supported: u32,
     },
 }

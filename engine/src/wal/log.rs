@@ -5,9 +5,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 
 use super::record::{
-    decode_header, encode_header, frame_record, parse_record, synced_record_after, Parsed,
+    decode_header, encode_header, frame_record, holds_record_of, parse_record, synced_record_after,
+    HeaderReject, Parsed,
 };
-use super::{Record, WalError, FILE_HEADER_LEN};
+use super::{Record, WalError, FILE_HEADER_LEN, WAL_VERSION};
 use crate::error::{Error, Result};
 use crate::pool::lock_pub as lock;
 use crate::storage::{Storage, StorageOpener};
@@ -59,6 +60,8 @@ pub struct WalOpened {
     pub records: Vec<Record>,
     /// Torn tails cut off (0 or 1).
     pub torn_tails: u64,
+    /// Damaged file headers rewritten from the epoch their records prove.
+    pub repaired_headers: u64,
 }
 
 /// Parses one file: its records and where they end. Damage is a torn tail (cut off)
@@ -99,6 +102,28 @@ fn scan_file(
     }
 }
 
+/// The epoch of a file whose header did not decode. A file whose bytes after the header
+/// are all zero (or absent) holds nothing: it was being reset when the power failed, and a
+/// reset syncs the header before any record is written behind it (`Ok(None)`). Otherwise
+/// the header is damaged; the records behind it were written in an epoch next to the
+/// other file's, and the one whose records validate is the file's (`Ok(Some(epoch))`).
+/// With no such epoch, `Err` carries the bytes that cannot be accounted for.
+fn recover_epoch(buf: &[u8], other: Option<u64>) -> std::result::Result<Option<u64>, u64> {
+    let body = buf.get(FILE_HEADER_LEN..).unwrap_or(&[]);
+    if body.iter().all(|&b| b == 0) {
+        return Ok(None);
+    }
+    let candidates = other
+        .into_iter()
+        .flat_map(|e| [e.checked_add(1), e.checked_sub(1)])
+        .flatten();
+    let mut proven = candidates.filter(|&e| holds_record_of(buf, e));
+    match (proven.next(), proven.next()) {
+        (Some(e), None) => Ok(Some(e)),
+        _ => Err(body.len() as u64),
+    }
+}
+
 impl Wal {
     /// Opens (creating when missing) both log files in `dir` and reads every intact
     /// record. A torn tail of the newest file is cut off; damage before it is an error.
@@ -108,20 +133,49 @@ impl Wal {
             opener.open(&dir.join(WAL_FILES[1]), true)?,
         ];
         let mut bufs = Vec::with_capacity(2);
-        let mut epochs = [None, None];
+        let mut epochs: [Option<u64>; 2] = [None, None];
         // What an earlier process wrote may still sit in the OS cache: make it durable
         // before treating it as the baseline ("synced") of this run.
         for f in &files {
             f.sync()?;
         }
-        for (i, f) in files.iter().enumerate() {
+        let mut headers = Vec::with_capacity(2);
+        for f in &files {
             let len = f.len()? as usize;
             let mut buf = vec![0u8; len];
             f.read_at(&mut buf, 0)?;
-            // A file without a valid header was being reset when the power failed; its
-            // header is synced before any record is written to it, so it holds nothing.
-            epochs[i] = decode_header(&buf).ok();
+            headers.push(decode_header(&buf));
             bufs.push(buf);
+        }
+        let mut repaired_headers = 0;
+        for i in 0..2 {
+            epochs[i] = match &headers[i] {
+                Ok(epoch) => Some(*epoch),
+                Err(HeaderReject::TooNew(v)) => {
+                    return Err(WalError::TooNew {
+                        file: files[i].path().to_path_buf(),
+                        found: *v,
+                        supported: WAL_VERSION,
+                    }
+                    .into())
+                }
+                Err(reject) => {
+                    let epoch = recover_epoch(&bufs[i], headers[1 - i].as_ref().ok().copied())
+                        .map_err(|bytes| WalError::DamagedHeader {
+                            file: files[i].path().to_path_buf(),
+                            reason: reject.to_string(),
+                            bytes,
+                        })?;
+                    if let Some(e) = epoch {
+                        // The records prove the epoch: put the header back as it was.
+                        files[i].write_at(&encode_header(e), 0)?;
+                        files[i].sync()?;
+                        bufs[i][..FILE_HEADER_LEN].copy_from_slice(&encode_header(e));
+                        repaired_headers += 1;
+                    }
+                    epoch
+                }
+            };
         }
         let mut order: Vec<usize> = (0..2).filter(|&i| epochs[i].is_some()).collect();
         order.sort_by_key(|&i| epochs[i]);
@@ -190,6 +244,7 @@ impl Wal {
             wal,
             records,
             torn_tails: torn,
+            repaired_headers,
         })
     }
 

@@ -30,10 +30,11 @@ use crate::page::{read_u32, read_u64, write_u32, write_u64};
 pub const WAL_MAGIC: [u8; 8] = *b"AIMKVWAL";
 /// Log format version.
 pub const WAL_VERSION: u32 = 1;
-const EPOCH_AT: usize = 16;
-const HEADER_CRC_AT: usize = 24;
+const VERSION_AT: usize = WAL_MAGIC.len();
+const EPOCH_AT: usize = VERSION_AT + 2 * size_of::<u32>();
+const HEADER_CRC_AT: usize = EPOCH_AT + size_of::<u64>();
 /// Bytes of the file header.
-pub const FILE_HEADER_LEN: usize = 32;
+pub const FILE_HEADER_LEN: usize = HEADER_CRC_AT + 2 * size_of::<u32>();
 /// Bytes of a record header.
 pub const RECORD_HEADER_LEN: usize = 2 * size_of::<u32>() + 2 * size_of::<u64>();
 const SYNCED_AT: usize = 16;
@@ -58,32 +59,72 @@ pub struct Record {
 /// Encodes the file header for `epoch`.
 pub fn encode_header(epoch: u64) -> [u8; FILE_HEADER_LEN] {
     let mut h = [0u8; FILE_HEADER_LEN];
-    h[..8].copy_from_slice(&WAL_MAGIC);
-    write_u32(&mut h, 8, WAL_VERSION);
+    h[..VERSION_AT].copy_from_slice(&WAL_MAGIC);
+    write_u32(&mut h, VERSION_AT, WAL_VERSION);
     write_u64(&mut h, EPOCH_AT, epoch);
     let crc = crc32c::crc32c(&h[..HEADER_CRC_AT]);
     write_u32(&mut h, HEADER_CRC_AT, crc);
     h
 }
 
+/// Why a log file header was rejected.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HeaderReject {
+    /// The file is shorter than a header.
+    Short(usize),
+    /// The magic number is not the log's.
+    BadMagic,
+    /// The checksum does not match the header's bytes.
+    Checksum {
+        /// Stored checksum.
+        stored: u32,
+        /// Computed checksum.
+        computed: u32,
+    },
+    /// Written by a newer log format version.
+    TooNew(u32),
+}
+
+impl std::fmt::Display for HeaderReject {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            HeaderReject::Short(n) => write!(f, "{n} bytes, shorter than a header"),
+            HeaderReject::BadMagic => write!(f, "bad magic"),
+            HeaderReject::Checksum { stored, computed } => write!(
+                f,
+                "header checksum {stored:#010x} stored, {computed:#010x} computed"
+            ),
+            HeaderReject::TooNew(v) => write!(f, "log format version {v}"),
+        }
+    }
+}
+
 /// Decodes a file header: its epoch, or why it is not one.
-pub fn decode_header(h: &[u8]) -> Result<u64, String> {
+pub fn decode_header(h: &[u8]) -> Result<u64, HeaderReject> {
     if h.len() < FILE_HEADER_LEN {
-        return Err("shorter than a header".into());
+        return Err(HeaderReject::Short(h.len()));
     }
-    if h[..8] != WAL_MAGIC {
-        return Err("bad magic".into());
+    if h[..VERSION_AT] != WAL_MAGIC {
+        return Err(HeaderReject::BadMagic);
     }
-    if read_u32(h, HEADER_CRC_AT) != crc32c::crc32c(&h[..HEADER_CRC_AT]) {
-        return Err("header checksum mismatch".into());
+    let stored = read_u32(h, HEADER_CRC_AT);
+    let computed = crc32c::crc32c(&h[..HEADER_CRC_AT]);
+    if stored != computed {
+        return Err(HeaderReject::Checksum { stored, computed });
     }
-    let v = read_u32(h, 8);
+    let v = read_u32(h, VERSION_AT);
     if v > WAL_VERSION {
-        return Err(format!(
-            "log format version {v} is newer than this build's {WAL_VERSION}"
-        ));
+        return Err(HeaderReject::TooNew(v));
     }
     Ok(read_u64(h, EPOCH_AT))
+}
+
+/// True when some record of a file of `epoch` validates behind the header: proof that a
+/// file whose header is damaged was written in that epoch.
+pub fn holds_record_of(buf: &[u8], epoch: u64) -> bool {
+    (FILE_HEADER_LEN..buf.len().saturating_sub(RECORD_HEADER_LEN - 1))
+        .step_by(ALIGN)
+        .any(|at| matches!(parse_record(buf, at, epoch), Parsed::Record(..)))
 }
 
 /// Appends the payload encoding of one mutation to `payload` (after its op count).
@@ -214,6 +255,44 @@ pub fn synced_record_after(buf: &[u8], from: usize, lost: u64, epoch: u64) -> Op
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn header_offsets_are_the_documented_ones() {
+        assert_eq!((VERSION_AT, EPOCH_AT, HEADER_CRC_AT), (8, 16, 24));
+        assert_eq!(
+            (FILE_HEADER_LEN, RECORD_HEADER_LEN, SYNCED_AT),
+            (32, 24, 16)
+        );
+        let h = encode_header(0x0102_0304_0506_0708);
+        assert_eq!(&h[..8], b"AIMKVWAL");
+        assert_eq!(read_u32(&h, 8), WAL_VERSION);
+        assert_eq!(read_u64(&h, 16), 0x0102_0304_0506_0708);
+        assert_eq!(read_u32(&h, 24), crc32c::crc32c(&h[..24]));
+        assert_eq!(decode_header(&h), Ok(0x0102_0304_0506_0708));
+    }
+
+    #[test]
+    fn every_flipped_header_bit_under_the_checksum_is_rejected() {
+        let h = encode_header(7);
+        for bit in 0..HEADER_CRC_AT * 8 + 32 {
+            let mut d = h;
+            d[bit / 8] ^= 1 << (bit % 8);
+            assert!(decode_header(&d).is_err(), "bit {bit}");
+        }
+    }
+
+    #[test]
+    fn a_file_of_an_epoch_is_recognised_by_its_records() {
+        let mut ops = Vec::new();
+        encode_ops(&mut ops, b"k", Some(b"v"));
+        let mut rec = Vec::new();
+        frame_record(5, 1, 0, 1, &ops, &mut rec);
+        let mut file = vec![0xAB; FILE_HEADER_LEN];
+        file.extend_from_slice(&rec);
+        assert!(holds_record_of(&file, 5));
+        assert!(!holds_record_of(&file, 4) && !holds_record_of(&file, 6));
+        assert!(!holds_record_of(&file[..FILE_HEADER_LEN + 8], 5));
+    }
 
     #[test]
     fn records_round_trip_and_damage_is_detected() {
