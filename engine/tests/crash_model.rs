@@ -140,6 +140,8 @@ fn run(mode: Durability, ops: Vec<Op>) -> Result<(), TestCaseError> {
             Op::Reopen => {
                 drop(tree);
                 tree = h.open();
+                tree.check_integrity()
+                    .expect("integrity after a clean reopen");
                 prop_assert_eq!(&contents(&tree), &model, "after a clean reopen, op {}", n);
                 prop_assert_eq!(
                     tree.metrics().wal_replayed_records,

@@ -1,5 +1,10 @@
-//! The integrity check: walks every page of a version and verifies the invariants that
-//! reads rely on. Used by tests, crash-recovery checks and `Tree::check_integrity`.
+//! The integrity check: walks every page a version references, overflow runs included,
+//! and verifies the invariants that reads rely on: for each tree page, its on-disk image
+//! (checksum, page number, kind, structure, and the same bytes as a clean resident image);
+//! for each overflow run, every page's checksum, number, kind and value length; key order
+//! within and across pages, separator bounds, per-child counts, uniform depth; and that no
+//! page is referenced twice or is free, freed, or outside the file. Used by tests,
+//! crash-recovery checks and `Tree::check_integrity`.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -7,8 +12,11 @@ use std::sync::Arc;
 use super::read::{child, overflow_run};
 use super::Version;
 use crate::error::{Error, Result};
-use crate::page::{PageId, ValueCell};
+use crate::page::{decode_overflow_run, PageError, PageId, PageKind, ValueCell};
 use crate::pool::{Access, BufferPool, Page};
+
+/// Why a page cannot belong to the tree (free, freed, outside the file), if it cannot.
+pub type NotLive<'a> = &'a dyn Fn(PageId) -> Option<&'static str>;
 
 /// What the check found.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -27,13 +35,9 @@ fn fail(reason: String) -> Error {
     Error::Integrity { reason }
 }
 
-/// Verifies key order within and across pages, separator bounds, per-child counts,
-/// uniform depth and that no page is used twice or is free. `is_free` reports free pages.
-pub fn check_tree(
-    pool: &BufferPool,
-    v: &Version,
-    is_free: &dyn Fn(PageId) -> bool,
-) -> Result<CheckReport> {
+/// Runs every check of this module over version `v`; `not_live` tells pages that the tree
+/// must not reference.
+pub fn check_tree(pool: &BufferPool, v: &Version, not_live: NotLive<'_>) -> Result<CheckReport> {
     let mut report = CheckReport::default();
     let mut seen = HashSet::new();
     if let Some(root) = &v.root {
@@ -44,7 +48,7 @@ pub fn check_tree(
             None,
             None,
             &mut seen,
-            is_free,
+            not_live,
             &mut report,
         )?;
         if count != v.entries {
@@ -67,16 +71,17 @@ fn walk(
     lo: Option<&[u8]>,
     hi: Option<&[u8]>,
     seen: &mut HashSet<PageId>,
-    is_free: &dyn Fn(PageId) -> bool,
+    not_live: NotLive<'_>,
     report: &mut CheckReport,
 ) -> Result<u64> {
     let id = page.id();
     if !seen.insert(id) {
         return Err(fail(format!("page {id} is referenced twice")));
     }
-    if is_free(id) {
-        return Err(fail(format!("page {id} is in use but also free")));
+    if let Some(why) = not_live(id) {
+        return Err(fail(format!("page {id} is in the tree but {why}")));
     }
+    pool.check_on_disk(&page)?;
     let in_bounds = |k: &[u8]| lo.is_none_or(|l| k >= l) && hi.is_none_or(|h| k < h);
     if level == 0 {
         report.leaf_pages += 1;
@@ -110,15 +115,7 @@ fn walk(
                 )));
             }
             if let ValueCell::Overflow { first, len } = view.value(i) {
-                let (first, n) = overflow_run(len, first, pool.geometry().page_bytes());
-                for p in first..first + n {
-                    if !seen.insert(p) || is_free(p) {
-                        return Err(fail(format!(
-                            "overflow page {p} of leaf {id} is shared or free"
-                        )));
-                    }
-                }
-                report.overflow_pages += n;
+                report.overflow_pages += check_overflow(pool, id, first, len, seen, not_live)?;
             }
             prev = Some(key.clone());
         }
@@ -158,7 +155,7 @@ fn walk(
             hi
         };
         let c = child(pool, &page, i, level - 1, Access::Point)?;
-        let count = walk(pool, c, level - 1, c_lo, c_hi, seen, is_free, report)?;
+        let count = walk(pool, c, level - 1, c_lo, c_hi, seen, not_live, report)?;
         if count != inner.count(i) {
             return Err(fail(format!(
                 "inner {id}: child {i} holds {count} entries but the page records {}",
@@ -168,4 +165,39 @@ fn walk(
         total += count;
     }
     Ok(total)
+}
+
+/// Checks the overflow run of a value of `len` bytes starting at page `first`, referenced
+/// by leaf `leaf`: each page referenced once, live, and on disk with a valid checksum, its
+/// own number, the overflow kind and the value's length. Returns the run's pages.
+fn check_overflow(
+    pool: &BufferPool,
+    leaf: PageId,
+    first: PageId,
+    len: u32,
+    seen: &mut HashSet<PageId>,
+    not_live: NotLive<'_>,
+) -> Result<u64> {
+    let ps = pool.geometry().page_bytes();
+    let (first, n) = overflow_run(len, first, ps);
+    for p in first..first + n {
+        if !seen.insert(p) {
+            return Err(fail(format!(
+                "overflow page {p} of leaf {leaf} is referenced twice"
+            )));
+        }
+        if let Some(why) = not_live(p) {
+            return Err(fail(format!(
+                "overflow page {p} of leaf {leaf} is in the tree but {why}"
+            )));
+        }
+    }
+    let run = pool.read_run(first, n as usize, PageKind::Overflow)?;
+    let mut value = Vec::with_capacity(len as usize);
+    decode_overflow_run(&run, len, ps, &mut value).map_err(|page| PageError::Malformed {
+        file: pool.path().to_path_buf(),
+        page,
+        reason: format!("overflow page of leaf {leaf} does not belong to a value of {len} bytes"),
+    })?;
+    Ok(n)
 }

@@ -238,6 +238,33 @@ impl Allocator {
         merged
     }
 
+    /// For integrity checks: a function telling why a page cannot belong to the current
+    /// tree, if it cannot: it lies outside the file's data area, is free, or was freed by
+    /// an earlier commit and waits for readers or a checkpoint.
+    pub fn not_live(&self) -> impl Fn(PageId) -> Option<&'static str> + '_ {
+        let freed: BTreeMap<PageId, u64> = self
+            .pending
+            .iter()
+            .chain(&self.awaiting_checkpoint)
+            .map(|p| (p.first, p.len))
+            .collect();
+        move |id| {
+            if id < FIRST_DATA_PAGE || id >= self.page_count {
+                Some("outside the data area of the file")
+            } else if self.is_free(id) {
+                Some("free")
+            } else if freed
+                .range(..=id)
+                .next_back()
+                .is_some_and(|(&s, &l)| id < s + l)
+            {
+                Some("freed by an earlier commit")
+            } else {
+                None
+            }
+        }
+    }
+
     /// True when page `id` is free now (for integrity checks).
     pub fn is_free(&self, id: PageId) -> bool {
         self.free

@@ -31,7 +31,7 @@ pub enum PageError {
     },
 
     /// The page is of a different kind than the tree structure says it must be.
-    #[error("{file}: page {page} is corrupt: expected a {expected} page, found kind byte {found}")]
+    #[error("{file}: page {page} is corrupt: the tree expects a page of kind {expected} there, but it holds kind byte {found}")]
     UnexpectedKind {
         /// The data file.
         file: PathBuf,

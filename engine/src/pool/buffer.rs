@@ -520,6 +520,52 @@ impl BufferPool {
         Ok(())
     }
 
+    /// Verifies the on-disk image of a tree page for the integrity check: checksum, page
+    /// number, kind and structure, whatever the known-good mark says; and, when the
+    /// resident image is clean (written, or read from disk), that the bytes on disk are
+    /// exactly those. A dirty image is not on disk yet and is not compared.
+    pub fn check_on_disk(&self, page: &Page) -> Result<()> {
+        if page.is_dirty() {
+            return Ok(());
+        }
+        let id = page.id();
+        let mut buf = vec![0u8; self.geo.page_bytes()];
+        self.storage.read_at(&mut buf, self.geo.offset(id))?;
+        let malformed = |reason: String| -> Error {
+            PageError::Malformed {
+                file: self.path().to_path_buf(),
+                page: id,
+                reason,
+            }
+            .into()
+        };
+        let h = verify(&buf, id, self.path())?;
+        if h.kind != page.kind() {
+            return Err(PageError::UnexpectedKind {
+                file: self.path().to_path_buf(),
+                page: id,
+                expected: page.kind().name(),
+                found: h.kind as u8,
+            }
+            .into());
+        }
+        match h.kind {
+            PageKind::Leaf => LeafView::validate(&buf).map_err(malformed)?,
+            PageKind::Inner => InnerView::validate(&buf).map_err(malformed)?,
+            _ => {}
+        }
+        // A clean image was written (or read) before it became clean, and its place is not
+        // rewritten while the tree references it: the bytes must be the same.
+        if buf.as_slice() == page.bytes() {
+            return Ok(());
+        }
+        Err(malformed(format!(
+            "the image on disk (written by commit {}) is not the one in memory (commit {})",
+            h.txn,
+            page.txn()
+        )))
+    }
+
     /// Reads and verifies `n` contiguous pages of `kind` from `first`, bypassing the cache.
     pub fn read_run(&self, first: PageId, n: usize, kind: PageKind) -> Result<Vec<u8>> {
         self.check_id(first)?;

@@ -325,8 +325,13 @@ impl Tree {
     pub fn check_integrity(&self) -> Result<CheckReport> {
         let w = lock(&self.shared.writer);
         let v = self.shared.current.load_full();
+        let freed = w.alloc.not_live();
         btree::check_tree(&self.shared.pool, &v, &|p| {
-            w.alloc.is_free(p) || w.freelist_pages.contains(&p)
+            if w.freelist_pages.contains(&p) {
+                Some("a page of the durable free list")
+            } else {
+                freed(p)
+            }
         })
     }
 
