@@ -250,7 +250,7 @@ fn run(seed: u64, slowness: Slowness, ops: u64) -> TestResult {
     let readers: Vec<_> = (0..2)
         .map(|r| {
             let (tree, stop, crashed) = (tree.clone(), stop.clone(), crashed.clone());
-            thread::spawn(move || reader(tree, stop, crashed, seed ^ (r + 1) * 7919))
+            thread::spawn(move || reader(tree, stop, crashed, seed ^ ((r + 1) * 7919)))
         })
         .collect();
 

@@ -13,6 +13,8 @@ use aimeta_engine::storage::SimDisk;
 use aimeta_engine::{Error, Tree, TreeConfig};
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
+/// A store's data file, and the numbers of its overflow and leaf pages.
+type Store = (PathBuf, Vec<usize>, Vec<usize>);
 
 const PAGE: usize = 4096;
 const KIND_LEAF: u8 = 1;
@@ -36,10 +38,7 @@ fn seal(page: &mut [u8]) {
 /// A closed, bulk-loaded store (so that every page image in the file is live) of small
 /// values and one 20,000-byte value (an overflow run of five pages); returns the data
 /// file's path and the numbers of its overflow and leaf pages.
-fn store(
-    disk: &SimDisk,
-    dir: &Path,
-) -> Result<(PathBuf, Vec<usize>, Vec<usize>), Box<dyn std::error::Error>> {
+fn store(disk: &SimDisk, dir: &Path) -> Result<Store, Box<dyn std::error::Error>> {
     let tree = open(disk, dir)?;
     let mut items = vec![(b"big".to_vec(), vec![9u8; BIG])];
     items.extend((0..300u32).map(|i| (format!("small/{i:04}").into_bytes(), vec![7u8; 40])));

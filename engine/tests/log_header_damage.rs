@@ -14,6 +14,8 @@ use aimeta_engine::wal::{WalError, FILE_HEADER_LEN};
 use aimeta_engine::{Durability, Error, Tree, TreeConfig};
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
+/// The files of a store: path and bytes.
+type Image = Vec<(PathBuf, Vec<u8>)>;
 
 const COMMITS: u32 = 40;
 const FILES: [&str; 3] = ["data.aimkv", "wal-0.log", "wal-1.log"];
@@ -37,7 +39,7 @@ fn key(i: u32) -> Vec<u8> {
 
 /// The files of a store that checkpointed 20 commits, then acknowledged `COMMITS` more
 /// (synced, in the log only) and died.
-fn damaged_store_image(dir: &Path) -> Result<Vec<(PathBuf, Vec<u8>)>, Box<dyn std::error::Error>> {
+fn damaged_store_image(dir: &Path) -> Result<Image, Box<dyn std::error::Error>> {
     let disk = SimDisk::new();
     let plan = FaultPlan::new("");
     let tree = open(&disk, &plan, dir)?;
@@ -60,7 +62,7 @@ fn damaged_store_image(dir: &Path) -> Result<Vec<(PathBuf, Vec<u8>)>, Box<dyn st
         .collect()
 }
 
-fn disk_with(files: &[(PathBuf, Vec<u8>)]) -> SimDisk {
+fn disk_with(files: &Image) -> SimDisk {
     let disk = SimDisk::new();
     for (p, b) in files {
         disk.write_raw(p, b.clone());

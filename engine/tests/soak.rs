@@ -141,7 +141,7 @@ fn check(tree: &Tree, models: &[Arc<Mutex<Model>>], when: &str) -> TestResult {
             .prefix(&prefix)
             .iter()
             .collect::<Result<_, _>>()?;
-        if &got != &**m {
+        if got != **m {
             let differ = m.iter().filter(|(k, v)| got.get(*k) != Some(*v)).count();
             return Err(format!(
                 "{when}: writer {w}'s keys differ from its model: {} entries, {} expected, {differ} \
@@ -190,7 +190,7 @@ fn soak_seed_configuration_with_writers_readers_and_background_checkpoints() -> 
                 models[w as usize].clone(),
             );
             thread::spawn(move || -> Result<(), String> {
-                let mut rng = Rng(0xA076_1D64_78BD_642F ^ (w + 1) * 0x9E37_79B9);
+                let mut rng = Rng(0xA076_1D64_78BD_642F ^ ((w + 1) * 0x9E37_79B9));
                 let mut stamp = 0;
                 while !stop.load(Ordering::Relaxed) {
                     stamp += 1;
@@ -206,7 +206,7 @@ fn soak_seed_configuration_with_writers_readers_and_background_checkpoints() -> 
         .map(|r| {
             let (tree, stop, n) = (tree.clone(), stop.clone(), reads.clone());
             thread::spawn(move || -> Result<(), String> {
-                let mut rng = Rng(0xE703_7ED1_A0B4_28DB ^ (r + 1) * 0x632B_E59B);
+                let mut rng = Rng(0xE703_7ED1_A0B4_28DB ^ ((r + 1) * 0x632B_E59B));
                 while !stop.load(Ordering::Relaxed) {
                     read_step(&tree, &mut rng).map_err(|e| format!("reader {r}: {e}"))?;
                     n.fetch_add(1, Ordering::Relaxed);
