@@ -18,8 +18,8 @@ use std::thread;
 use std::time::Duration;
 
 use aimeta_engine::storage::{FaultPlan, FaultyOpener, SimDisk};
-use aimeta_engine::{Durability, Tree, TreeConfig, WriteBatch};
-use common::{check_stamped, stamped_value, Rng, TestResult};
+use aimeta_engine::{Durability, Tree, TreeConfig};
+use common::{apply_batch, check_prefix_scan, check_stamped, stamped_value, Rng, TestResult};
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
@@ -127,26 +127,14 @@ fn write_one(tree: &Tree, model: &mut Model, rng: &mut Rng, stamp: &mut u64) -> 
             }
         }
         _ => {
-            let mut b = WriteBatch::new();
-            let mut staged = Vec::new();
-            for _ in 0..1 + rng.below(8) {
-                let k = key(rng.below(KEYS));
-                if rng.below(4) == 0 {
-                    b.delete(k.clone());
-                    staged.push((k, None));
-                } else {
-                    let v = value(rng, &k, *stamp);
-                    b.put(k.clone(), v.clone());
-                    staged.push((k, Some(v)));
-                }
-            }
-            tree.apply_batch(&b)?;
-            for (k, v) in staged {
-                match v {
-                    Some(v) => model.insert(k, v),
-                    None => model.remove(&k),
-                };
-            }
+            let ops = (0..1 + rng.below(8))
+                .map(|_| {
+                    let k = key(rng.below(KEYS));
+                    let v = (rng.below(4) != 0).then(|| value(rng, &k, *stamp));
+                    (k, v)
+                })
+                .collect();
+            apply_batch(tree, model, ops)?;
         }
     }
     Ok(())
@@ -180,19 +168,7 @@ fn read_once(tree: &Tree, rng: &mut Rng) -> Result<(), String> {
             check_stamped(&k, &v)?;
         }
         let prefix = format!("k/{:02}/", rng.below(7)).into_bytes();
-        let mut prev: Option<Vec<u8>> = None;
-        for item in tree.range().prefix(&prefix).limit(40).iter() {
-            let (k, v) = item.map_err(|e| format!("scan: {e}"))?;
-            if !k.starts_with(&prefix) || prev.as_ref().is_some_and(|p| p >= &k) {
-                return Err(format!(
-                    "scan of {:?} returned {:?} out of order or outside the prefix",
-                    String::from_utf8_lossy(&prefix),
-                    String::from_utf8_lossy(&k)
-                ));
-            }
-            check_stamped(&k, &v)?;
-            prev = Some(k);
-        }
+        check_prefix_scan(tree, &prefix, 40)?;
     }
     Ok(())
 }

@@ -35,6 +35,15 @@ fn seal(page: &mut [u8]) {
     page[..4].copy_from_slice(&crc.to_le_bytes());
 }
 
+/// Page `from`'s image renumbered and sealed for place `to`, written there: what a stale
+/// write of another image leaves behind.
+fn plant_copy(bytes: &mut [u8], from: usize, to: usize) {
+    let mut img = bytes[from * PAGE..(from + 1) * PAGE].to_vec();
+    img[8..16].copy_from_slice(&(to as u64).to_le_bytes());
+    seal(&mut img);
+    bytes[to * PAGE..(to + 1) * PAGE].copy_from_slice(&img);
+}
+
 /// A closed, bulk-loaded store (so that every page image in the file is live) of small
 /// values and one 20,000-byte value (an overflow run of five pages); returns the data
 /// file's path and the numbers of its overflow and leaf pages.
@@ -78,13 +87,8 @@ fn an_overflow_page_holding_a_leaf_image_fails_the_check() -> TestResult {
     let disk = SimDisk::new();
     let (path, overflow, leaves) = store(&disk, dir.path())?;
     let mut bytes = disk.read_raw(&path).ok_or("no data file")?;
-    // A leaf image, correctly sealed for the overflow page's place: what a stale write
-    // leaves behind.
-    let (o, l) = (overflow[2], leaves[0]);
-    let mut img = bytes[l * PAGE..(l + 1) * PAGE].to_vec();
-    img[8..16].copy_from_slice(&(o as u64).to_le_bytes());
-    seal(&mut img);
-    bytes[o * PAGE..(o + 1) * PAGE].copy_from_slice(&img);
+    let o = overflow[2];
+    plant_copy(&mut bytes, leaves[0], o);
     disk.write_raw(&path, bytes);
     let tree = open(&disk, dir.path())?;
     assert_check_names(&tree, o, "an overflow page holding a leaf")?;
@@ -126,11 +130,8 @@ fn a_clean_resident_page_whose_disk_image_changed_fails_the_check() -> TestResul
     // image, sealed for this place, is written underneath one of them: the pool would
     // serve it after an eviction without verifying it again.
     let mut bytes = disk.read_raw(&path).ok_or("no data file")?;
-    let (victim, other) = (leaves[0], leaves[1]);
-    let mut img = bytes[other * PAGE..(other + 1) * PAGE].to_vec();
-    img[8..16].copy_from_slice(&(victim as u64).to_le_bytes());
-    seal(&mut img);
-    bytes[victim * PAGE..(victim + 1) * PAGE].copy_from_slice(&img);
+    let victim = leaves[0];
+    plant_copy(&mut bytes, leaves[1], victim);
     disk.write_raw(&path, bytes);
     assert_check_names(&tree, victim, "a leaf whose disk image is another leaf")?;
     Ok(())

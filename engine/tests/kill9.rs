@@ -23,8 +23,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use aimeta_engine::storage::{FileOpener, Storage, StorageError, StorageOpener};
-use aimeta_engine::{Durability, Tree, TreeConfig, WriteBatch};
-use common::{stamped_value, Rng, TestResult};
+use aimeta_engine::{Durability, Tree, TreeConfig};
+use common::{apply_to_model, batch_of, stamped_value, Ops, Rng, TestResult};
 
 const KEYS: u64 = 500;
 const PAGE: u64 = 4096;
@@ -45,7 +45,7 @@ fn config(dir: &str, sync: bool) -> TreeConfig {
 
 /// The operations of batch `batch` of round `round`: the child applies them, the parent
 /// recomputes them to know what an acknowledged batch wrote.
-fn batch_ops(round: u32, batch: u32) -> Vec<(Vec<u8>, Option<Vec<u8>>)> {
+fn batch_ops(round: u32, batch: u32) -> Ops {
     let mut rng =
         Rng((u64::from(round) << 32 | u64::from(batch)).wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
     let stamp = u64::from(round) << 32 | u64::from(batch);
@@ -67,15 +67,6 @@ fn batch_ops(round: u32, batch: u32) -> Vec<(Vec<u8>, Option<Vec<u8>>)> {
             }
         })
         .collect()
-}
-
-fn apply(model: &mut Model, ops: Vec<(Vec<u8>, Option<Vec<u8>>)>) {
-    for (k, v) in ops {
-        match v {
-            Some(v) => model.insert(k, v),
-            None => model.remove(&k),
-        };
-    }
 }
 
 /// Set once the child's tree is open: from then on a log header write is a checkpoint
@@ -200,14 +191,7 @@ fn kill9_child_writer() -> TestResult {
         });
     }
     for batch in 0..u32::MAX {
-        let mut b = WriteBatch::new();
-        for (k, v) in batch_ops(round, batch) {
-            match v {
-                Some(v) => b.put(k, v),
-                None => b.delete(k),
-            };
-        }
-        tree.apply_batch(&b)?;
+        tree.apply_batch(&batch_of(&batch_ops(round, batch)))?;
         say(&format!("ack {batch}"));
     }
     Ok(())
@@ -290,7 +274,7 @@ fn kill_loop(sync: bool) -> TestResult {
 
         let through = heard.last_ack.map_or(0, |l| l + 1);
         for batch in 0..through {
-            apply(&mut model, batch_ops(round, batch));
+            apply_to_model(&mut model, batch_ops(round, batch));
         }
         let tree = Tree::open(config(&dir_s, sync).background_checkpoints(false))
             .map_err(|e| format!("round {round}: reopening after the kill: {e}"))?;
@@ -301,7 +285,7 @@ fn kill_loop(sync: bool) -> TestResult {
         if got != model {
             // The batch in flight when the child died: all of it or none of it.
             let mut with_next = model.clone();
-            apply(&mut with_next, batch_ops(round, through));
+            apply_to_model(&mut with_next, batch_ops(round, through));
             if got != with_next {
                 let lost = model
                     .iter()

@@ -24,8 +24,8 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use aimeta_engine::storage::{FaultPlan, FaultyOpener, FileOpener};
-use aimeta_engine::{Tree, TreeConfig, WriteBatch};
-use common::{check_stamped, stamped_value, Rng, TestResult};
+use aimeta_engine::{Tree, TreeConfig};
+use common::{apply_batch, check_prefix_scan, check_stamped, stamped_value, Rng, TestResult};
 
 const WRITERS: u64 = 4;
 const READERS: u64 = 4;
@@ -83,26 +83,14 @@ fn write_step(
             }
         }
         _ => {
-            let mut b = WriteBatch::new();
-            let mut staged = Vec::new();
-            for _ in 0..1 + rng.below(16) {
-                let k = key(writer, rng.below(KEYS));
-                if rng.below(5) == 0 {
-                    b.delete(k.clone());
-                    staged.push((k, None));
-                } else {
-                    let v = value(rng, &k, stamp);
-                    b.put(k.clone(), v.clone());
-                    staged.push((k, Some(v)));
-                }
-            }
-            tree.apply_batch(&b)?;
-            for (k, v) in staged {
-                match v {
-                    Some(v) => m.insert(k, v),
-                    None => m.remove(&k),
-                };
-            }
+            let ops = (0..1 + rng.below(16))
+                .map(|_| {
+                    let k = key(writer, rng.below(KEYS));
+                    let v = (rng.below(5) != 0).then(|| value(rng, &k, stamp));
+                    (k, v)
+                })
+                .collect();
+            apply_batch(tree, &mut m, ops)?;
         }
     }
     Ok(())
@@ -115,19 +103,7 @@ fn read_step(tree: &Tree, rng: &mut Rng) -> Result<(), String> {
         check_stamped(&k, &v)?;
     }
     let prefix = format!("w{w}/{:03}/", rng.below(97)).into_bytes();
-    let mut prev: Option<Vec<u8>> = None;
-    for item in tree.range().prefix(&prefix).limit(100).iter() {
-        let (k, v) = item.map_err(|e| format!("scan: {e}"))?;
-        if !k.starts_with(&prefix) || prev.as_ref().is_some_and(|p| p >= &k) {
-            return Err(format!(
-                "a scan returned {:?} out of order or outside its prefix",
-                String::from_utf8_lossy(&k)
-            ));
-        }
-        check_stamped(&k, &v)?;
-        prev = Some(k);
-    }
-    Ok(())
+    check_prefix_scan(tree, &prefix, 100)
 }
 
 /// Compares every writer's key range with its model (all writers paused) and runs the

@@ -163,3 +163,62 @@ fn key_hash(key: &[u8]) -> u64 {
     }
     h
 }
+
+/// Puts (a value) and deletes (None), in order.
+pub type Ops = Vec<(Vec<u8>, Option<Vec<u8>>)>;
+
+/// Applies `ops` to a model map.
+pub fn apply_to_model(model: &mut BTreeMap<Vec<u8>, Vec<u8>>, ops: Ops) {
+    for (k, v) in ops {
+        match v {
+            Some(v) => model.insert(k, v),
+            None => model.remove(&k),
+        };
+    }
+}
+
+/// Applies `ops` to the tree as one atomic batch, then to the model.
+pub fn apply_batch(
+    tree: &aimeta_engine::Tree,
+    model: &mut BTreeMap<Vec<u8>, Vec<u8>>,
+    ops: Ops,
+) -> aimeta_engine::Result<()> {
+    tree.apply_batch(&batch_of(&ops))?;
+    apply_to_model(model, ops);
+    Ok(())
+}
+
+/// The write batch of `ops`.
+pub fn batch_of(ops: &Ops) -> aimeta_engine::WriteBatch {
+    let mut b = aimeta_engine::WriteBatch::new();
+    for (k, v) in ops {
+        match v {
+            Some(v) => b.put(k.clone(), v.clone()),
+            None => b.delete(k.clone()),
+        };
+    }
+    b
+}
+
+/// Scans at most `limit` entries under `prefix` and checks that they come in order,
+/// inside the prefix, each with a value written for its key by [`stamped_value`].
+pub fn check_prefix_scan(
+    tree: &aimeta_engine::Tree,
+    prefix: &[u8],
+    limit: usize,
+) -> Result<(), String> {
+    let mut prev: Option<Vec<u8>> = None;
+    for item in tree.range().prefix(prefix).limit(limit).iter() {
+        let (k, v) = item.map_err(|e| format!("scan: {e}"))?;
+        if !k.starts_with(prefix) || prev.as_ref().is_some_and(|p| p >= &k) {
+            return Err(format!(
+                "a scan of {:?} returned {:?} out of order or outside the prefix",
+                String::from_utf8_lossy(prefix),
+                String::from_utf8_lossy(&k)
+            ));
+        }
+        check_stamped(&k, &v)?;
+        prev = Some(k);
+    }
+    Ok(())
+}
