@@ -2,7 +2,6 @@
 //! pages (copy-on-write) and readers share the old ones, so reads take no latch.
 
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
-use std::sync::Mutex;
 
 use crate::page::{InnerView, LeafView, PageId, PageKind};
 
@@ -20,14 +19,10 @@ pub struct Page {
     gen: u64,
     buf: Box<[u8]>,
     pub(crate) freq: AtomicU8,
-    /// Not yet written to its place in the file. Cleared only under `write_latch`: by the
-    /// write that puts the image in place, or when the page is discarded (its place now
-    /// belongs to another image, and this one must never be written there).
+    /// Not yet written to its place in the file. Cleared only under the pool's write-back
+    /// latch: by the write that puts the image in place, or when the page is discarded
+    /// (its place now belongs to another image, and this one must never be written there).
     pub(crate) dirty: AtomicBool,
-    /// Held while this image is written to the file and while it is discarded, so that a
-    /// write checks `dirty` and writes as one step, and a discard waits for a write in
-    /// progress.
-    pub(crate) write_latch: Mutex<()>,
     pub(crate) pinned: AtomicBool,
     /// Cached as part of a whole frame (full-frame reproduction mode): evicted with it.
     pub(crate) frame_unit: AtomicBool,
@@ -51,7 +46,6 @@ impl Page {
             buf,
             freq: AtomicU8::new(0),
             dirty: AtomicBool::new(dirty),
-            write_latch: Mutex::new(()),
             pinned: AtomicBool::new(false),
             frame_unit: AtomicBool::new(false),
         }
