@@ -21,9 +21,7 @@ use std::time::Duration;
 
 use aimeta_engine::storage::{FaultPlan, FaultyOpener, SimDisk};
 use aimeta_engine::{Durability, Tree, TreeConfig};
-use common::{
-    apply_to_model, check_prefix_scan, check_stamped, stamped_value, Ops, Rng, TestResult,
-};
+use common::{apply_to_model, check_prefix_scan, check_stamped, mixed_value, Ops, Rng, TestResult};
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
@@ -115,12 +113,7 @@ fn key(i: u64) -> Vec<u8> {
 }
 
 fn value(rng: &mut Rng, k: &[u8], stamp: u64) -> Vec<u8> {
-    let len = if rng.below(6) == 0 {
-        5 * 1024 + rng.below(25 * 1024) as usize
-    } else {
-        16 + rng.below(180) as usize
-    };
-    stamped_value(k, stamp, len)
+    mixed_value(rng, k, stamp, 6)
 }
 
 fn contents(tree: &Tree) -> aimeta_engine::Result<Model> {

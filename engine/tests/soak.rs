@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 
 use aimeta_engine::storage::{FaultPlan, FaultyOpener, FileOpener};
 use aimeta_engine::{Tree, TreeConfig};
-use common::{apply_batch, check_prefix_scan, check_stamped, stamped_value, Rng, TestResult};
+use common::{apply_batch, check_prefix_scan, check_stamped, mixed_value, Rng, TestResult};
 
 const WRITERS: u64 = 4;
 const READERS: u64 = 4;
@@ -52,12 +52,7 @@ fn key(writer: u64, i: u64) -> Vec<u8> {
 }
 
 fn value(rng: &mut Rng, k: &[u8], stamp: u64) -> Vec<u8> {
-    let len = if rng.below(8) == 0 {
-        5 * 1024 + rng.below(25 * 1024) as usize
-    } else {
-        16 + rng.below(200) as usize
-    };
-    stamped_value(k, stamp, len)
+    mixed_value(rng, k, stamp, 8)
 }
 
 /// One writer step, applied to the tree and the model under the model's lock.

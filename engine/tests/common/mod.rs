@@ -222,3 +222,14 @@ pub fn check_prefix_scan(
     }
     Ok(())
 }
+
+/// A stamped value for `key`: one in `large_one_in` is 5 to 30 KiB (an overflow run), the
+/// others 16 to 215 bytes.
+pub fn mixed_value(rng: &mut Rng, key: &[u8], stamp: u64, large_one_in: u64) -> Vec<u8> {
+    let len = if rng.below(large_one_in) == 0 {
+        5 * 1024 + rng.below(25 * 1024) as usize
+    } else {
+        16 + rng.below(200) as usize
+    };
+    stamped_value(key, stamp, len)
+}
