@@ -45,19 +45,21 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
-pub mod btree;
+mod btree;
 mod error;
-pub mod frame;
-pub mod page;
-pub mod pool;
+mod frame;
+mod page;
+mod pool;
 pub mod storage;
 #[cfg(test)]
 mod test_rng;
+#[doc(hidden)]
+pub mod testing;
 mod tree;
-pub mod wal;
+mod wal;
 
 pub use btree::{CheckReport, KeyItem, MAX_KEY_LEN, MAX_VALUE_LEN};
-pub use error::{Error, PageErrorKind, Result};
+pub use error::{Error, PageError, PageErrorKind, Result, StorageError, WalError};
 pub use pool::{Metrics, ScanIo};
 pub use tree::{
     CasConflict, Durability, Keys, KeysBuilder, Range, RangeBuilder, Snapshot, Tree, TreeConfig,

@@ -1,6 +1,6 @@
 //! Bad input gets a typed error whose message says what to do, never a panic.
 
-use aimeta_engine::page::{Superblock, FORMAT_VERSION};
+use aimeta_engine::testing::{Superblock, FORMAT_VERSION};
 use aimeta_engine::{Error, Tree, TreeConfig, MAX_KEY_LEN, MAX_VALUE_LEN};
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;

@@ -10,7 +10,8 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use aimeta_engine::storage::{FaultPlan, FaultyOpener, SimDisk};
-use aimeta_engine::wal::{WalError, FILE_HEADER_LEN};
+use aimeta_engine::testing::FILE_HEADER_LEN;
+use aimeta_engine::WalError;
 use aimeta_engine::{Durability, Error, Tree, TreeConfig};
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;

@@ -7,8 +7,8 @@ use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use aimeta_engine::page::{Superblock, FORMAT_VERSION};
 use aimeta_engine::storage::{FaultPlan, FaultyOpener, FileOpener};
+use aimeta_engine::testing::{Superblock, FORMAT_VERSION};
 use aimeta_engine::{Durability, Error, Tree, TreeConfig};
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;

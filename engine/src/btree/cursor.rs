@@ -33,17 +33,6 @@ pub struct ScanBounds {
     pub hi: Bound<Vec<u8>>,
 }
 
-/// What `Cursor::seek_le_in_leaf` found.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SeekLe {
-    /// The cursor is on the greatest key <= the target.
-    Found,
-    /// No key <= the target in its leaf; every key left of that leaf is below this fence.
-    Fence(Vec<u8>),
-    /// No key of the tree is <= the target.
-    None,
-}
-
 /// `Cursor::key_pos` when the key buffer holds no entry's key.
 const NO_KEY: usize = usize::MAX;
 
@@ -281,55 +270,6 @@ impl Cursor {
         }
     }
 
-    /// Like `seek_le`, but never steps into another leaf to find the predecessor: when
-    /// the leaf whose range holds `q` has no key <= `q`, it returns that leaf's lower
-    /// fence (the separator that bounds it from below) instead, or `LeNone` when no key
-    /// of the tree is <= `q`. Longest-prefix lookups use the fence to skip candidates.
-    pub fn seek_le_in_leaf(&mut self, q: &[u8]) -> Result<SeekLe> {
-        if let Some(leaf) = &self.leaf {
-            let view = leaf.leaf();
-            if !view.is_empty() && view.cmp_first(q) != Ordering::Greater {
-                match view.search(q) {
-                    Ok(i) => {
-                        self.pos = i;
-                        self.load_key();
-                        return Ok(SeekLe::Found);
-                    }
-                    Err(i) if i < view.len() => {
-                        self.pos = i - 1;
-                        self.load_key();
-                        return Ok(SeekLe::Found);
-                    }
-                    Err(_) => {}
-                }
-            }
-        }
-        self.descend(Some(q), Direction::Backward)?;
-        match self.leaf_len_and_search(q) {
-            None => Ok(SeekLe::None),
-            Some(Ok(i)) => {
-                self.pos = i;
-                self.load_key();
-                Ok(SeekLe::Found)
-            }
-            Some(Err(i)) if i > 0 => {
-                self.pos = i - 1;
-                self.load_key();
-                Ok(SeekLe::Found)
-            }
-            Some(Err(_)) => {
-                for (page, idx) in self.path.iter().rev() {
-                    if *idx > 0 {
-                        let mut fence = Vec::new();
-                        page.inner().sep_into(*idx, &mut fence);
-                        return Ok(SeekLe::Fence(fence));
-                    }
-                }
-                Ok(SeekLe::None)
-            }
-        }
-    }
-
     /// Positions at the last entry < `q`.
     pub fn seek_lt(&mut self, q: &[u8]) -> Result<()> {
         self.seek_le(q)?;
@@ -560,10 +500,5 @@ impl Cursor {
         self.pool.readahead(start, run)?;
         self.ra_window = (self.ra_window * 2).min(self.ra_max);
         Ok(())
-    }
-
-    /// The tree's height in the cursor's version.
-    pub fn height(&self) -> u32 {
-        self.version.height
     }
 }

@@ -14,52 +14,11 @@
 use std::cmp::Ordering;
 use std::sync::Arc;
 
-use super::cursor::SeekLe;
 use super::read::child;
-use super::{Cursor, Version};
+use super::Version;
 use crate::error::Result;
 use crate::page::{cmp_prefixed, lcp, Probe, ValueCell};
 use crate::pool::{Access, BufferPool, Page};
-
-/// Leaves the cursor on the longest stored prefix of `query` and returns its length, or
-/// returns None when no stored key is a prefix of `query`. With a `boundary` byte, only
-/// prefixes that end where `query` has that byte (or at its end) count: the longest
-/// stored ancestor of a `/`-separated path, whatever else is stored.
-pub fn longest_prefix(
-    cursor: &mut Cursor,
-    query: &[u8],
-    boundary: Option<u8>,
-) -> Result<Option<usize>> {
-    // The longest allowed candidate length <= n.
-    let snap = |n: usize| match boundary {
-        None => n,
-        Some(_) if n == query.len() => n,
-        Some(d) => query[..=n.min(query.len() - 1)]
-            .iter()
-            .rposition(|&b| b == d)
-            .unwrap_or(0),
-    };
-    let mut len = query.len();
-    while len > 0 {
-        let q = &query[..len];
-        match cursor.seek_le_in_leaf(q)? {
-            SeekLe::None => return Ok(None),
-            SeekLe::Found => {
-                let k = cursor.key();
-                if q.starts_with(k) && snap(k.len()) == k.len() {
-                    return Ok(Some(k.len()));
-                }
-                len = snap(lcp(k, q).min(len - 1));
-            }
-            // Candidates at or above the fence would lie in the leaf just searched.
-            SeekLe::Fence(f) => {
-                let m = lcp(&f, q);
-                len = snap(if m == f.len() { m.saturating_sub(1) } else { m }.min(len - 1));
-            }
-        }
-    }
-    Ok(None)
-}
 
 /// A page a lookup holds: the root borrowed from the version, or a child from the pool.
 enum Held<'a> {
@@ -212,7 +171,7 @@ mod tests {
     }
 
     #[test]
-    fn cursorless_lookup_agrees_with_the_cursor_and_brute_force() {
+    fn the_lookup_agrees_with_brute_force() {
         let dir = tempfile::tempdir().expect("tempdir");
         let tree = Tree::open(TreeConfig::new(dir.path()).cache_bytes(16 * 4096)).expect("open");
         let mut rng = Rng(0x2545_F491_4F6C_DD1D);
@@ -246,9 +205,6 @@ mod tests {
                 })
                 .expect("lookup");
                 assert_eq!(got, want, "query {:?}", String::from_utf8_lossy(&q));
-                let mut cursor = Cursor::new(sh.pool.clone(), v.clone(), Access::Walk, 0);
-                let old = longest_prefix(&mut cursor, &q, boundary).expect("cursor lookup");
-                assert_eq!(old, want, "query {:?}", String::from_utf8_lossy(&q));
             }
         }
     }

@@ -12,14 +12,14 @@ mod split;
 mod version;
 mod write;
 
-pub use bulk::{bulk_load, Loaded as BulkLoaded};
+pub use bulk::bulk_load;
 pub use check::{check_tree, CheckReport};
-pub use cursor::{Cursor, Direction, ScanBounds};
+pub use cursor::{Cursor, ScanBounds};
 pub use keys::{prefix_successor, KeyItem, ListState};
-pub use lpm::{longest_prefix, longest_prefix_in};
+pub use lpm::longest_prefix_in;
 pub use read::{count_range, get_value, leaf_page_of, read_value};
 pub use version::Version;
-pub use write::{Committed, Mutation, WriteTxn};
+pub use write::{Mutation, WriteTxn};
 
 /// Longest key accepted.
 pub const MAX_KEY_LEN: usize = 1024;

@@ -92,15 +92,6 @@ impl Allocator {
         self.free_pages
     }
 
-    /// Pages freed but still waiting for readers or a checkpoint.
-    pub fn pending_pages(&self) -> u64 {
-        self.pending
-            .iter()
-            .chain(&self.awaiting_checkpoint)
-            .map(|p| p.len)
-            .sum()
-    }
-
     /// Allocates `n` contiguous pages, reusing free space first (lowest address that fits)
     /// and growing the file by whole frames otherwise.
     pub fn alloc(&mut self, n: u64) -> PageId {

@@ -49,12 +49,6 @@ impl<'a> InnerView<'a> {
         self.s.n
     }
 
-    /// True when the node has no child (never for a valid page).
-    #[inline]
-    pub fn is_empty(&self) -> bool {
-        self.s.n == 0
-    }
-
     /// Prefix shared by separators 1..n.
     #[inline]
     pub fn prefix(&self) -> &'a [u8] {

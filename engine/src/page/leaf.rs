@@ -124,7 +124,7 @@ impl<'a> LeafView<'a> {
     }
 
     /// The restart interval.
-    #[inline]
+    #[cfg(test)]
     pub fn restart_interval(&self) -> usize {
         self.r
     }

@@ -12,19 +12,14 @@ mod overflow;
 mod slotted;
 
 pub use error::PageError;
-pub use freelist::{
-    decode_freelist_page, encode_freelist_pages, freelist_pages_needed, FREELIST_EXTENT_LEN,
-};
+pub use freelist::{decode_freelist_page, encode_freelist_pages, freelist_pages_needed};
 pub use header::{
-    cmp_prefixed, lcp, read_u16, read_u32, read_u64, seal, verify, write_u16, write_u32, write_u64,
-    PageHeader, PageId, PageKind, HEADER_LEN,
+    cmp_prefixed, lcp, read_u32, read_u64, seal, verify, write_u32, write_u64, PageHeader, PageId,
+    PageKind, HEADER_LEN,
 };
 pub use inner::{InnerNode, InnerView, INNER_CELL_FIXED, INNER_FIXED};
 pub use leaf::{
     LeafEntry, LeafNode, LeafSizer, LeafView, Probe, Value, ValueCell, LEAF_CELL_FIXED, LEAF_FIXED,
-    LEAF_RESTART,
 };
-pub use meta::{MetaReject, Superblock, FORMAT_VERSION, MAGIC, META_LEN};
-pub use overflow::{
-    decode_overflow_run, encode_overflow_run, overflow_pages_for, overflow_payload_per_page,
-};
+pub use meta::{MetaReject, Superblock, FORMAT_VERSION, META_LEN};
+pub use overflow::{decode_overflow_run, encode_overflow_run, overflow_pages_for};

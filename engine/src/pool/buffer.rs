@@ -155,12 +155,6 @@ impl BufferPool {
         self.read_page(id)
     }
 
-    /// The resident image of `id`, without reading or counting.
-    #[inline]
-    pub fn peek(&self, id: PageId) -> Option<Arc<Page>> {
-        self.table.get(id)
-    }
-
     /// True when `id` is resident.
     #[inline]
     pub fn is_resident(&self, id: PageId) -> bool {
@@ -500,11 +494,6 @@ impl BufferPool {
             n += u64::from(self.write_back(p)?);
         }
         Ok(n)
-    }
-
-    /// Number of dirty pages.
-    pub fn dirty_pages(&self) -> usize {
-        lock(&self.dirty).len()
     }
 
     /// Writes sealed page images laid out contiguously from `first`, bypassing the cache.

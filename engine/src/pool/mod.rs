@@ -9,6 +9,6 @@ mod metrics;
 mod page;
 mod table;
 
-pub use buffer::{lock as lock_pub, Access, BufferPool, PoolConfig, ScanIo};
-pub use metrics::{Counter, Counters, Metrics};
+pub use buffer::{lock, Access, BufferPool, PoolConfig, ScanIo};
+pub use metrics::{Counter, Metrics};
 pub use page::Page;

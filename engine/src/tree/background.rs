@@ -8,7 +8,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use super::shared::Shared;
-use crate::pool::lock_pub as lock;
+use crate::pool::lock;
 
 /// Wake-ups for the checkpointer.
 #[derive(Debug, Default)]

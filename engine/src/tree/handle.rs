@@ -20,7 +20,7 @@ use super::shared::{DurabilityStats, Shared, Writer};
 use super::snapshot::Snapshot;
 use crate::btree::{self, CheckReport, Mutation, Version, WriteTxn, MAX_KEY_LEN, MAX_VALUE_LEN};
 use crate::error::{Error, Result};
-use crate::pool::{lock_pub as lock, Access, Counter, Metrics};
+use crate::pool::{lock, Access, Counter, Metrics};
 
 /// A compare-and-swap found another value than the one expected.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -25,7 +25,7 @@ use crate::frame::{Allocator, Recoverable};
 use crate::page::{
     encode_freelist_pages, freelist_pages_needed, seal, PageId, Superblock, FORMAT_VERSION,
 };
-use crate::pool::{lock_pub as lock, BufferPool};
+use crate::pool::{lock, BufferPool};
 use crate::wal::{Record, Wal, WalError};
 
 /// State only the writer touches.

@@ -10,7 +10,7 @@ use super::record::{
 };
 use super::{Record, WalError, FILE_HEADER_LEN, WAL_VERSION};
 use crate::error::{Error, Result};
-use crate::pool::lock_pub as lock;
+use crate::pool::lock;
 use crate::storage::{Storage, StorageOpener};
 
 /// Names of the two log files in the tree directory.

@@ -10,4 +10,4 @@ mod record;
 
 pub use error::WalError;
 pub use log::{Wal, WalOpened, WAL_FILES};
-pub use record::{encode_ops, Record, FILE_HEADER_LEN, RECORD_HEADER_LEN, WAL_MAGIC, WAL_VERSION};
+pub use record::{encode_ops, Record, FILE_HEADER_LEN, WAL_VERSION};
