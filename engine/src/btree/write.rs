@@ -62,6 +62,16 @@ enum Loaded {
     Shared(Arc<Page>),
 }
 
+/// Pages of earlier commits that this transaction replaced: freed at its commit, reused
+/// once no snapshot and no recoverable checkpoint can reach them.
+#[derive(Debug, Clone, Copy)]
+struct Freed {
+    first: PageId,
+    len: u64,
+    /// The commit that wrote them (0 when unknown: then they count as durable).
+    created: u64,
+}
+
 /// A write transaction over one version of the tree.
 pub struct WriteTxn<'a> {
     pool: &'a BufferPool,
@@ -78,7 +88,7 @@ pub struct WriteTxn<'a> {
     allocated: HashSet<PageId>,
     runs: HashMap<PageId, u64>,
     overflow: HashMap<PageId, Vec<u8>>,
-    frees: Vec<(PageId, u64, u64)>,
+    frees: Vec<Freed>,
     /// The mutations applied, encoded for the log (when logging).
     log: Option<(u32, Vec<u8>)>,
 }
@@ -169,7 +179,11 @@ impl<'a> WriteTxn<'a> {
                     self.alloc.release(*id, 1);
                 }
             }
-            Loaded::Shared(p) => self.frees.push((p.id(), 1, p.txn())),
+            Loaded::Shared(p) => self.frees.push(Freed {
+                first: p.id(),
+                len: 1,
+                created: p.txn(),
+            }),
         }
     }
 
@@ -230,7 +244,11 @@ impl<'a> WriteTxn<'a> {
                 self.alloc.release(*first, n);
             } else {
                 // Creation commit unknown: treat it as durable (waits for a checkpoint).
-                self.frees.push((*first, n, 0));
+                self.frees.push(Freed {
+                    first: *first,
+                    len: n,
+                    created: 0,
+                });
             }
         }
     }
@@ -620,7 +638,12 @@ impl<'a> WriteTxn<'a> {
             }
             (None, _) => None,
         };
-        for (first, len, created) in std::mem::take(&mut self.frees) {
+        for Freed {
+            first,
+            len,
+            created,
+        } in std::mem::take(&mut self.frees)
+        {
             self.alloc.defer(first, len, created, self.seq);
         }
         self.allocated.clear();

@@ -13,34 +13,43 @@ use crate::pool::lock;
 /// Wake-ups for the checkpointer.
 #[derive(Debug, Default)]
 pub(crate) struct Signal {
-    state: Mutex<(bool, bool)>,
+    state: Mutex<Wakeup>,
     cv: Condvar,
+}
+
+/// What the checkpointer was asked since it last looked.
+#[derive(Debug, Default)]
+struct Wakeup {
+    /// The tree is closing: the thread ends.
+    stop: bool,
+    /// A writer saw the log pass its threshold: checkpoint now.
+    kick: bool,
 }
 
 impl Signal {
     /// Asks for a checkpoint soon.
     pub fn kick(&self) {
-        lock(&self.state).1 = true;
+        lock(&self.state).kick = true;
         self.cv.notify_all();
     }
 
     fn stop(&self) {
-        lock(&self.state).0 = true;
+        lock(&self.state).stop = true;
         self.cv.notify_all();
     }
 
     /// Waits for a kick, the interval or a stop; false on stop.
     fn wait(&self, every: Duration) -> bool {
         let mut st = lock(&self.state);
-        if !st.0 && !st.1 {
+        if !st.stop && !st.kick {
             st = self
                 .cv
                 .wait_timeout(st, every)
                 .map(|(g, _)| g)
                 .unwrap_or_else(|e| e.into_inner().0);
         }
-        st.1 = false;
-        !st.0
+        st.kick = false;
+        !st.stop
     }
 }
 
