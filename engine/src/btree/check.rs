@@ -9,10 +9,10 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use super::read::{child, overflow_run};
+use super::read::{child, overflow_run, read_value};
 use super::Version;
 use crate::error::{Error, Result};
-use crate::page::{decode_overflow_run, PageError, PageId, PageKind, ValueCell};
+use crate::page::{PageId, ValueCell};
 use crate::pool::{Access, BufferPool, Page};
 
 /// Why a page cannot belong to the tree (free, freed, outside the file), if it cannot.
@@ -168,8 +168,8 @@ fn walk(
 }
 
 /// Checks the overflow run of a value of `len` bytes starting at page `first`, referenced
-/// by leaf `leaf`: each page referenced once, live, and on disk with a valid checksum, its
-/// own number, the overflow kind and the value's length. Returns the run's pages.
+/// by leaf `leaf`: each page referenced once, live, and readable as the read path reads it
+/// (checksum, own number, overflow kind, the value's length). Returns the run's pages.
 fn check_overflow(
     pool: &BufferPool,
     leaf: PageId,
@@ -192,12 +192,9 @@ fn check_overflow(
             )));
         }
     }
-    let run = pool.read_run(first, n as usize, PageKind::Overflow)?;
+    // The read path's own decoding: checksum, number and kind of each page, and the
+    // value's length in each header.
     let mut value = Vec::with_capacity(len as usize);
-    decode_overflow_run(&run, len, ps, &mut value).map_err(|page| PageError::Malformed {
-        file: pool.path().to_path_buf(),
-        page,
-        reason: format!("overflow page of leaf {leaf} does not belong to a value of {len} bytes"),
-    })?;
+    read_value(pool, ValueCell::Overflow { first, len }, &mut value)?;
     Ok(n)
 }

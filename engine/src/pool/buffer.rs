@@ -186,10 +186,18 @@ impl BufferPool {
                 return Ok(Page::new(id, h.kind, h.txn, self.gen(), buf, false));
             }
         }
-        let h = verify(&buf, id, self.path())?;
+        let h = self.verify_image(id, &buf)?;
+        self.table.set_known_good(id, true);
+        Ok(Page::new(id, h.kind, h.txn, self.gen(), buf, false))
+    }
+
+    /// Verifies an image read from place `id`: checksum, page number, kind, and the
+    /// structure of leaf and inner pages.
+    fn verify_image(&self, id: PageId, buf: &[u8]) -> Result<PageHeader> {
+        let h = verify(buf, id, self.path())?;
         let structure = match h.kind {
-            PageKind::Leaf => LeafView::validate(&buf),
-            PageKind::Inner => InnerView::validate(&buf),
+            PageKind::Leaf => LeafView::validate(buf),
+            PageKind::Inner => InnerView::validate(buf),
             _ => Ok(()),
         };
         if let Err(reason) = structure {
@@ -200,8 +208,7 @@ impl BufferPool {
             }
             .into());
         }
-        self.table.set_known_good(id, true);
-        Ok(Page::new(id, h.kind, h.txn, self.gen(), buf, false))
+        Ok(h)
     }
 
     fn read_page(&self, id: PageId) -> Result<Arc<Page>> {
@@ -528,15 +535,7 @@ impl BufferPool {
         let id = page.id();
         let mut buf = vec![0u8; self.geo.page_bytes()];
         self.storage.read_at(&mut buf, self.geo.offset(id))?;
-        let malformed = |reason: String| -> Error {
-            PageError::Malformed {
-                file: self.path().to_path_buf(),
-                page: id,
-                reason,
-            }
-            .into()
-        };
-        let h = verify(&buf, id, self.path())?;
+        let h = self.verify_image(id, &buf)?;
         if h.kind != page.kind() {
             return Err(PageError::UnexpectedKind {
                 file: self.path().to_path_buf(),
@@ -546,21 +545,21 @@ impl BufferPool {
             }
             .into());
         }
-        match h.kind {
-            PageKind::Leaf => LeafView::validate(&buf).map_err(malformed)?,
-            PageKind::Inner => InnerView::validate(&buf).map_err(malformed)?,
-            _ => {}
-        }
         // A clean image was written (or read) before it became clean, and its place is not
         // rewritten while the tree references it: the bytes must be the same.
         if buf.as_slice() == page.bytes() {
             return Ok(());
         }
-        Err(malformed(format!(
-            "the image on disk (written by commit {}) is not the one in memory (commit {})",
-            h.txn,
-            page.txn()
-        )))
+        Err(PageError::Malformed {
+            file: self.path().to_path_buf(),
+            page: id,
+            reason: format!(
+                "the image on disk (written by commit {}) is not the one in memory (commit {})",
+                h.txn,
+                page.txn()
+            ),
+        }
+        .into())
     }
 
     /// Reads and verifies `n` contiguous pages of `kind` from `first`, bypassing the cache.

@@ -168,9 +168,10 @@ impl Wal {
                         })?;
                     if let Some(e) = epoch {
                         // The records prove the epoch: put the header back as it was.
-                        files[i].write_at(&encode_header(e), 0)?;
+                        let header = encode_header(e);
+                        files[i].write_at(&header, 0)?;
                         files[i].sync()?;
-                        bufs[i][..FILE_HEADER_LEN].copy_from_slice(&encode_header(e));
+                        bufs[i][..FILE_HEADER_LEN].copy_from_slice(&header);
                         repaired_headers += 1;
                     }
                     epoch
