@@ -20,26 +20,18 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use aimeta_engine::{Durability, Tree, TreeConfig};
+use rand::{Rng as _, RngExt as _};
 
 const CACHE_BYTES: u64 = 16 << 20;
 const ROOT: &[u8] = b"kv/llama70b";
 
-/// xorshift64*.
-struct Rng(u64);
+/// The workspace's one generator (PCG 128/64, value-stable across rand releases).
+type Rng = rand_pcg::Pcg64Mcg;
 
-impl Rng {
-    fn new(seed: u64) -> Self {
-        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
-    }
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        ((u128::from(self.next()) * u128::from(n)) >> 64) as u64
-    }
+/// A generator for `seed`.
+fn seeded(seed: u64) -> Rng {
+    use rand::SeedableRng as _;
+    Rng::seed_from_u64(seed)
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -66,13 +58,13 @@ fn manifest_key(s: u32, i: u32) -> Vec<u8> {
 
 /// Full-depth key of every chain.
 fn chains(n: u32) -> Vec<Vec<u8>> {
-    let mut rng = Rng::new(7);
+    let mut rng = seeded(7);
     (0..n)
         .map(|_| {
-            let depth = 4 + rng.below(29);
+            let depth = 4 + rng.random_range(0..29);
             let mut k = ROOT.to_vec();
             for _ in 0..depth {
-                k.extend_from_slice(format!("/{:08x}", rng.next() as u32).as_bytes());
+                k.extend_from_slice(format!("/{:08x}", rng.next_u64() as u32).as_bytes());
             }
             k
         })
@@ -136,12 +128,12 @@ fn build(sh: Shape, dir: &Path) {
 
 /// The keys the op is applied to.
 fn workload(sh: Shape, op: &str, n: usize) -> Vec<Vec<u8>> {
-    let mut rng = Rng::new(0x5155_4552);
+    let mut rng = seeded(0x5155_4552);
     match sh {
         Shape::Manifest { shards } => (0..n)
             .map(|_| {
-                let s = rng.below(u64::from(shards)) as u32;
-                let i = rng.below(u64::from(SAMPLES)) as u32;
+                let s = rng.random_range(0..u64::from(shards)) as u32;
+                let i = rng.random_range(0..u64::from(SAMPLES)) as u32;
                 manifest_key(s, i)
             })
             .collect(),
@@ -156,28 +148,32 @@ fn workload(sh: Shape, op: &str, n: usize) -> Vec<Vec<u8>> {
                 .unwrap_or(80);
             (0..n)
                 .map(|_| {
-                    let k = &all[rng.below(all.len() as u64) as usize];
+                    let k = &all[rng.random_range(0..all.len())];
                     if op == "get" {
                         let depth = (k.len() - ROOT.len()) / 9;
-                        let l = 1 + rng.below(depth as u64) as usize;
+                        let l = 1 + rng.random_range(0..depth as u64) as usize;
                         return k[..ROOT.len() + 9 * l].to_vec();
                     }
-                    if rng.below(100) < hits {
+                    if rng.random_range(0..100) < hits {
                         let mut q = k.clone();
                         for _ in 0..2 {
-                            q.extend_from_slice(format!("/{:08x}", rng.next() as u32).as_bytes());
+                            q.extend_from_slice(
+                                format!("/{:08x}", rng.next_u64() as u32).as_bytes(),
+                            );
                         }
                         q
                     } else {
                         let mut q = ROOT.to_vec();
                         loop {
                             q.truncate(ROOT.len());
-                            q.extend_from_slice(format!("/{:08x}", rng.next() as u32).as_bytes());
+                            q.extend_from_slice(
+                                format!("/{:08x}", rng.next_u64() as u32).as_bytes(),
+                            );
                             if !firsts.contains(q.as_slice()) {
                                 break;
                             }
                         }
-                        q.extend_from_slice(format!("/{:08x}", rng.next() as u32).as_bytes());
+                        q.extend_from_slice(format!("/{:08x}", rng.next_u64() as u32).as_bytes());
                         q
                     }
                 })

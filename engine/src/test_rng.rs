@@ -1,22 +1,19 @@
-//! A deterministic xorshift generator for the unit tests, so that they need no seed file.
+//! The unit tests' random inputs: the workspace's one generator (PCG 128/64 from rand_pcg,
+//! value-stable across rand releases), so that tests need no seed file.
 
-/// xorshift64.
-pub(crate) struct Rng(pub(crate) u64);
+use rand::{RngExt as _, SeedableRng as _};
 
-impl Rng {
-    pub(crate) fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
+/// The generator every unit test draws from.
+pub(crate) type Rng = rand_pcg::Pcg64Mcg;
 
-    /// A key of 1..=`max` bytes over a 3-letter alphabet with '/' separators, so that many
-    /// keys are prefixes of each other and many are not.
-    pub(crate) fn key(&mut self, max: u64) -> Vec<u8> {
-        let len = 1 + self.next() % max;
-        (0..len)
-            .map(|_| b"ab/c"[(self.next() % 4) as usize])
-            .collect()
-    }
+/// A generator for `seed` (any value, 0 included).
+pub(crate) fn seeded(seed: u64) -> Rng {
+    Rng::seed_from_u64(seed)
+}
+
+/// A key of 1..=`max` bytes over a 3-letter alphabet with '/' separators, so that many keys
+/// are prefixes of each other and many are not.
+pub(crate) fn key(rng: &mut Rng, max: u64) -> Vec<u8> {
+    let len = rng.random_range(1..=max);
+    (0..len).map(|_| b"ab/c"[rng.random_range(0..4)]).collect()
 }

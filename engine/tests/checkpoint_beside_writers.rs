@@ -21,7 +21,10 @@ use std::time::Duration;
 
 use aimeta_engine::storage::{FaultPlan, FaultyOpener, SimDisk};
 use aimeta_engine::{Durability, Tree, TreeConfig};
-use common::{apply_to_model, check_prefix_scan, check_stamped, mixed_value, Ops, Rng, TestResult};
+use common::{
+    apply_to_model, check_prefix_scan, check_stamped, mixed_value, seeded, Ops, Rng, TestResult,
+};
+use rand::RngExt as _;
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
@@ -146,15 +149,15 @@ fn same(tree: &Tree, model: &Model, when: &str) -> TestResult {
 fn write_one(tree: &Tree, hist: &mut History, rng: &mut Rng, stamp: &mut u64) -> TestResult {
     const KEYS: u64 = 600;
     *stamp += 1;
-    let ops: Ops = match rng.below(10) {
+    let ops: Ops = match rng.random_range(0..10) {
         0..=5 => {
-            let k = key(rng.below(KEYS));
+            let k = key(rng.random_range(0..KEYS));
             let v = value(rng, &k, *stamp);
             tree.put(&k, &v)?;
             vec![(k, Some(v))]
         }
         6 | 7 => {
-            let k = key(rng.below(KEYS));
+            let k = key(rng.random_range(0..KEYS));
             let was = tree.delete(&k)?;
             if was != hist.model.contains_key(&k) {
                 return Err(format!("delete of a key the model says was {was}").into());
@@ -162,10 +165,10 @@ fn write_one(tree: &Tree, hist: &mut History, rng: &mut Rng, stamp: &mut u64) ->
             vec![(k, None)]
         }
         _ => {
-            let ops: Ops = (0..1 + rng.below(8))
+            let ops: Ops = (0..1 + rng.random_range(0..8))
                 .map(|_| {
-                    let k = key(rng.below(KEYS));
-                    let v = (rng.below(4) != 0).then(|| value(rng, &k, *stamp));
+                    let k = key(rng.random_range(0..KEYS));
+                    let v = (rng.random_range(0..4) != 0).then(|| value(rng, &k, *stamp));
                     (k, v)
                 })
                 .collect();
@@ -213,7 +216,7 @@ fn reader(
     crashed: Arc<AtomicBool>,
     seed: u64,
 ) -> Result<u64, String> {
-    let mut rng = Rng(seed | 1);
+    let mut rng = seeded(seed | 1);
     let mut reads = 0u64;
     while !stop.load(Ordering::Relaxed) {
         match read_once(&tree, &mut rng) {
@@ -227,11 +230,11 @@ fn reader(
 
 fn read_once(tree: &Tree, rng: &mut Rng) -> Result<(), String> {
     {
-        let k = key(rng.below(600));
+        let k = key(rng.random_range(0..600));
         if let Some(v) = tree.get(&k).map_err(|e| format!("get: {e}"))? {
             check_stamped(&k, &v)?;
         }
-        let prefix = format!("k/{:02}/", rng.below(7)).into_bytes();
+        let prefix = format!("k/{:02}/", rng.random_range(0..7)).into_bytes();
         check_prefix_scan(tree, &prefix, 40)?;
     }
     Ok(())
@@ -239,11 +242,11 @@ fn read_once(tree: &Tree, rng: &mut Rng) -> Result<(), String> {
 
 /// Releases the stalled write a little after it stalls, then arms the next stall.
 fn staller(plan: Arc<FaultPlan>, stop: Arc<AtomicBool>, seed: u64) {
-    let mut rng = Rng(seed | 1);
+    let mut rng = seeded(seed | 1);
     while !stop.load(Ordering::Relaxed) {
-        plan.stall_write(1 + rng.below(40) as i64);
+        plan.stall_write(1 + rng.random_range(0..40) as i64);
         while !stop.load(Ordering::Relaxed) && !plan.wait_for_stall(Duration::from_millis(20)) {}
-        thread::sleep(Duration::from_millis(5 + rng.below(40)));
+        thread::sleep(Duration::from_millis(5 + rng.random_range(0..40)));
         plan.release_stall();
     }
     plan.stall_write(-1);
@@ -253,7 +256,7 @@ fn staller(plan: Arc<FaultPlan>, stop: Arc<AtomicBool>, seed: u64) {
 fn run(mode: Durability, seed: u64, slowness: Slowness, ops: u64) -> TestResult {
     let h = Harness::new()?;
     let tree = h.open(mode)?;
-    let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+    let mut rng = seeded(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
     let mut hist = History::default();
     let mut stamp = 0u64;
     // A tree of several levels before the slow part starts.

@@ -12,19 +12,20 @@ use std::collections::BTreeMap;
 use std::ops::Bound;
 
 use aimeta_engine::{Tree, TreeConfig};
-use common::{model_lpm, model_range, Rng, TestResult};
+use common::{model_lpm, model_range, seeded, Rng, TestResult};
+use rand::{Rng as _, RngExt as _};
 
 /// Every prefix of a chain `kv/m/<h0>/<h1>/...`; segments come from a small alphabet
 /// now and then, so that chains share heads and fork.
 fn chain(rng: &mut Rng) -> Vec<Vec<u8>> {
-    let depth = 1 + rng.below(20) as usize;
+    let depth = 1 + rng.random_range(0..20) as usize;
     let mut key = b"kv/m".to_vec();
     let mut out = Vec::with_capacity(depth);
     for _ in 0..depth {
-        let seg = if rng.below(3) == 0 {
-            format!("/{:08x}", rng.below(4))
+        let seg = if rng.random_range(0..3) == 0 {
+            format!("/{:08x}", rng.random_range(0..4))
         } else {
-            format!("/{:08x}", rng.next() as u32)
+            format!("/{:08x}", rng.next_u64() as u32)
         };
         key.extend_from_slice(seg.as_bytes());
         out.push(key.clone());
@@ -33,8 +34,8 @@ fn chain(rng: &mut Rng) -> Vec<Vec<u8>> {
 }
 
 fn value(rng: &mut Rng, key: &[u8]) -> Vec<u8> {
-    let len = match rng.below(40) {
-        0 => 1500 + rng.below(3000) as usize,
+    let len = match rng.random_range(0..40) {
+        0 => 1500 + rng.random_range(0..3000) as usize,
         1 => 0,
         _ => 40,
     };
@@ -45,20 +46,20 @@ fn value(rng: &mut Rng, key: &[u8]) -> Vec<u8> {
 
 /// A query: a stored key, a stored key extended by phantom levels, or a truncation.
 fn query(rng: &mut Rng, keys: &[Vec<u8>]) -> Vec<u8> {
-    let mut q = keys[rng.below(keys.len() as u64) as usize].clone();
-    match rng.below(4) {
+    let mut q = keys[rng.random_range(0..keys.len() as u64) as usize].clone();
+    match rng.random_range(0..4) {
         0 => {}
         1 => {
-            for _ in 0..1 + rng.below(3) {
-                q.extend_from_slice(format!("/{:08x}", rng.next() as u32).as_bytes());
+            for _ in 0..1 + rng.random_range(0..3) {
+                q.extend_from_slice(format!("/{:08x}", rng.next_u64() as u32).as_bytes());
             }
         }
         2 => {
-            let cut = 1 + rng.below(q.len() as u64) as usize;
+            let cut = 1 + rng.random_range(0..q.len() as u64) as usize;
             q.truncate(cut);
         }
         _ => {
-            let at = rng.below(q.len() as u64) as usize;
+            let at = rng.random_range(0..q.len() as u64) as usize;
             q[at] = q[at].wrapping_add(1);
         }
     }
@@ -87,8 +88,8 @@ fn verify(tree: &Tree, model: &BTreeMap<Vec<u8>, Vec<u8>>, rng: &mut Rng) -> Tes
     for _ in 0..300 {
         let q = query(rng, &keys);
         let r = query(rng, &keys);
-        let limit = Some(1 + rng.below(40) as usize);
-        let (lo, hi) = if rng.below(2) == 0 {
+        let limit = Some(1 + rng.random_range(0..40) as usize);
+        let (lo, hi) = if rng.random_range(0..2) == 0 {
             (Bound::Included(q.clone()), Bound::Unbounded)
         } else {
             (Bound::Excluded(q.clone()), Bound::Included(r.clone()))
@@ -133,7 +134,7 @@ fn verify(tree: &Tree, model: &BTreeMap<Vec<u8>, Vec<u8>>, rng: &mut Rng) -> Tes
 fn chain_keys_through_the_write_path_agree_with_a_model() -> TestResult {
     let dir = tempfile::tempdir()?;
     let tree = Tree::open(TreeConfig::new(dir.path()).cache_bytes(64 * 4096))?;
-    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    let mut rng = seeded(0x9E37_79B9_7F4A_7C15);
     let mut model = BTreeMap::new();
     let mut live: Vec<Vec<u8>> = Vec::new();
     for round in 0..6 {
@@ -147,13 +148,13 @@ fn chain_keys_through_the_write_path_agree_with_a_model() -> TestResult {
         }
         // Deletes (whole runs of a chain and single keys) make leaves merge.
         for _ in 0..600 {
-            let i = rng.below(live.len() as u64) as usize;
+            let i = rng.random_range(0..live.len() as u64) as usize;
             let k = live.swap_remove(i);
             assert_eq!(tree.delete(&k)?, model.remove(&k).is_some());
         }
         // Same-length overwrites patch values in place.
         for _ in 0..100 {
-            let k = live[rng.below(live.len() as u64) as usize].clone();
+            let k = live[rng.random_range(0..live.len() as u64) as usize].clone();
             if let Some(v) = model.get_mut(&k) {
                 v.iter_mut().for_each(|b| *b = b.wrapping_add(1));
                 tree.put(&k, v)?;
@@ -174,7 +175,7 @@ fn chain_keys_through_the_write_path_agree_with_a_model() -> TestResult {
 fn bulk_loaded_chains_are_front_coded_and_agree_with_a_model() -> TestResult {
     let dir = tempfile::tempdir()?;
     let tree = Tree::open(TreeConfig::new(dir.path()).cache_bytes(64 * 4096))?;
-    let mut rng = Rng(0x2545_F491_4F6C_DD1D);
+    let mut rng = seeded(0x2545_F491_4F6C_DD1D);
     let mut model = BTreeMap::new();
     for _ in 0..1500 {
         for k in chain(&mut rng) {

@@ -24,7 +24,8 @@ use std::time::Duration;
 
 use aimeta_engine::storage::{FileOpener, Storage, StorageError, StorageOpener};
 use aimeta_engine::{Durability, Tree, TreeConfig};
-use common::{apply_to_model, batch_of, stamped_value, Ops, Rng, TestResult};
+use common::{apply_to_model, batch_of, seeded, stamped_value, Ops, TestResult};
+use rand::RngExt as _;
 
 const KEYS: u64 = 500;
 const PAGE: u64 = 4096;
@@ -47,20 +48,20 @@ fn config(dir: &str, sync: bool) -> TreeConfig {
 /// recomputes them to know what an acknowledged batch wrote.
 fn batch_ops(round: u32, batch: u32) -> Ops {
     let mut rng =
-        Rng((u64::from(round) << 32 | u64::from(batch)).wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+        seeded((u64::from(round) << 32 | u64::from(batch)).wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
     let stamp = u64::from(round) << 32 | u64::from(batch);
-    (0..1 + rng.below(4))
+    (0..1 + rng.random_range(0..4))
         .map(|_| {
-            let k = format!("k/{:04}", rng.below(KEYS)).into_bytes();
-            match rng.below(10) {
+            let k = format!("k/{:04}", rng.random_range(0..KEYS)).into_bytes();
+            match rng.random_range(0..10) {
                 0 => (k, None),
                 1 => {
-                    let len = 5 * 1024 + rng.below(25 * 1024) as usize;
+                    let len = 5 * 1024 + rng.random_range(0..25 * 1024) as usize;
                     let v = stamped_value(&k, stamp, len);
                     (k, Some(v))
                 }
                 _ => {
-                    let len = 16 + rng.below(300) as usize;
+                    let len = 16 + rng.random_range(0..300) as usize;
                     let v = stamped_value(&k, stamp, len);
                     (k, Some(v))
                 }
@@ -173,9 +174,9 @@ fn kill9_child_writer() -> TestResult {
     for r in 0..2u64 {
         let tree = tree.clone();
         std::thread::spawn(move || {
-            let mut rng = Rng(0x51ED_2701 + r);
+            let mut rng = seeded(0x51ED_2701 + r);
             loop {
-                let from = format!("k/{:04}", rng.below(KEYS)).into_bytes();
+                let from = format!("k/{:04}", rng.random_range(0..KEYS)).into_bytes();
                 // Errors end the reader; the parent checks the tree after the kill.
                 let Ok(n) = tree
                     .range()
@@ -242,7 +243,7 @@ fn kill_loop(sync: bool) -> TestResult {
         .to_string();
     let exe = std::env::current_exe()?;
     let mut model = Model::new();
-    let mut rng = Rng(0x2545_F491_4F6C_DD1D ^ u64::from(sync));
+    let mut rng = seeded(0x2545_F491_4F6C_DD1D ^ u64::from(sync));
     let (mut wrote, mut mid_checkpoint, mut in_flight_kept, mut checkpoints) = (0, 0, 0, 0);
     for round in 0..rounds {
         let mut child = Command::new(&exe)
@@ -264,7 +265,7 @@ fn kill_loop(sync: bool) -> TestResult {
             .spawn()?;
         let stdout = child.stdout.take().ok_or("no child stdout")?;
         let listener = std::thread::spawn(move || listen(stdout));
-        std::thread::sleep(Duration::from_millis(15 + rng.below(90)));
+        std::thread::sleep(Duration::from_millis(15 + rng.random_range(0..90)));
         child.kill()?;
         child.wait()?;
         let heard = listener.join().map_err(|_| "listener thread panicked")?;

@@ -7,14 +7,15 @@ mod common;
 use std::collections::BTreeMap;
 
 use aimeta_engine::{Tree, TreeConfig};
-use common::{model_lpm, Rng, TestResult};
+use common::{model_lpm, seeded, Rng, TestResult};
+use rand::{Rng as _, RngExt as _};
 
 /// Chain `c`: `kv/llama70b/<h0>/<h1>/...` with `depth` levels of 9 bytes each.
 fn chain(rng: &mut Rng, depth: usize) -> Vec<Vec<u8>> {
     let mut key = b"kv/llama70b".to_vec();
     let mut levels = Vec::with_capacity(depth);
     for _ in 0..depth {
-        key.extend_from_slice(format!("/{:08x}", rng.next() as u32).as_bytes());
+        key.extend_from_slice(format!("/{:08x}", rng.next_u64() as u32).as_bytes());
         levels.push(key.clone());
     }
     levels
@@ -47,11 +48,11 @@ fn bisect(
 fn native_lookup_agrees_with_brute_force_and_bisect_on_chains() -> TestResult {
     let dir = tempfile::tempdir()?;
     let tree = Tree::open(TreeConfig::new(dir.path()).cache_bytes(32 * 4096))?;
-    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    let mut rng = seeded(0x9E37_79B9_7F4A_7C15);
     let mut model = BTreeMap::new();
     let mut chains = Vec::new();
     for c in 0..600u32 {
-        let depth = 4 + (rng.next() % 29) as usize;
+        let depth = rng.random_range(4..33);
         let levels = chain(&mut rng, depth);
         for l in &levels {
             model.insert(l.clone(), c.to_le_bytes().repeat(10));
@@ -64,8 +65,8 @@ fn native_lookup_agrees_with_brute_force_and_bisect_on_chains() -> TestResult {
         if n % 5 == 4 {
             q = format!(
                 "kv/llama70b/{:08x}/{:08x}",
-                rng.next() as u32,
-                rng.next() as u32
+                rng.next_u64() as u32,
+                rng.next_u64() as u32
             )
             .into_bytes();
         } else {
@@ -142,11 +143,11 @@ fn native_lookup_is_right_where_bisect_is_wrong() -> TestResult {
 #[test]
 fn a_cold_lookup_reads_at_most_twice_the_height() -> TestResult {
     let dir = tempfile::tempdir()?;
-    let mut rng = Rng(42);
+    let mut rng = seeded(42);
     let mut model = BTreeMap::new();
     let mut queries = Vec::new();
     for c in 0..4000u32 {
-        let depth = 4 + (rng.next() % 29) as usize;
+        let depth = rng.random_range(4..33);
         let levels = chain(&mut rng, depth);
         for l in &levels {
             model.insert(l.clone(), c.to_le_bytes().repeat(10));
@@ -158,8 +159,8 @@ fn a_cold_lookup_reads_at_most_twice_the_height() -> TestResult {
             queries.push(
                 format!(
                     "kv/llama70b/{:08x}/{:08x}",
-                    rng.next() as u32,
-                    rng.next() as u32
+                    rng.next_u64() as u32,
+                    rng.next_u64() as u32
                 )
                 .into_bytes(),
             );

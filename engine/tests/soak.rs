@@ -25,7 +25,8 @@ use std::time::{Duration, Instant};
 
 use aimeta_engine::storage::{FaultPlan, FaultyOpener, FileOpener};
 use aimeta_engine::{Tree, TreeConfig};
-use common::{apply_batch, check_prefix_scan, check_stamped, mixed_value, Rng, TestResult};
+use common::{apply_batch, check_prefix_scan, check_stamped, mixed_value, seeded, Rng, TestResult};
+use rand::RngExt as _;
 
 const WRITERS: u64 = 4;
 const READERS: u64 = 4;
@@ -64,24 +65,24 @@ fn write_step(
     stamp: u64,
 ) -> TestResult {
     let mut m = lock(model);
-    match rng.below(10) {
+    match rng.random_range(0..10) {
         0..=6 => {
-            let k = key(writer, rng.below(KEYS));
+            let k = key(writer, rng.random_range(0..KEYS));
             let v = value(rng, &k, stamp);
             tree.put(&k, &v)?;
             m.insert(k, v);
         }
         7 => {
-            let k = key(writer, rng.below(KEYS));
+            let k = key(writer, rng.random_range(0..KEYS));
             if tree.delete(&k)? != m.remove(&k).is_some() {
                 return Err(format!("writer {writer}: a delete disagrees with the model").into());
             }
         }
         _ => {
-            let ops = (0..1 + rng.below(16))
+            let ops = (0..1 + rng.random_range(0..16))
                 .map(|_| {
-                    let k = key(writer, rng.below(KEYS));
-                    let v = (rng.below(5) != 0).then(|| value(rng, &k, stamp));
+                    let k = key(writer, rng.random_range(0..KEYS));
+                    let v = (rng.random_range(0..5) != 0).then(|| value(rng, &k, stamp));
                     (k, v)
                 })
                 .collect();
@@ -92,12 +93,12 @@ fn write_step(
 }
 
 fn read_step(tree: &Tree, rng: &mut Rng) -> Result<(), String> {
-    let w = rng.below(WRITERS);
-    let k = key(w, rng.below(KEYS));
+    let w = rng.random_range(0..WRITERS);
+    let k = key(w, rng.random_range(0..KEYS));
     if let Some(v) = tree.get(&k).map_err(|e| format!("get: {e}"))? {
         check_stamped(&k, &v)?;
     }
-    let prefix = format!("w{w}/{:03}/", rng.below(97)).into_bytes();
+    let prefix = format!("w{w}/{:03}/", rng.random_range(0..97)).into_bytes();
     check_prefix_scan(tree, &prefix, 100)
 }
 
@@ -161,7 +162,7 @@ fn soak_seed_configuration_with_writers_readers_and_background_checkpoints() -> 
                 models[w as usize].clone(),
             );
             thread::spawn(move || -> Result<(), String> {
-                let mut rng = Rng(0xA076_1D64_78BD_642F ^ ((w + 1) * 0x9E37_79B9));
+                let mut rng = seeded(0xA076_1D64_78BD_642F ^ ((w + 1) * 0x9E37_79B9));
                 let mut stamp = 0;
                 while !stop.load(Ordering::Relaxed) {
                     stamp += 1;
@@ -177,7 +178,7 @@ fn soak_seed_configuration_with_writers_readers_and_background_checkpoints() -> 
         .map(|r| {
             let (tree, stop, n) = (tree.clone(), stop.clone(), reads.clone());
             thread::spawn(move || -> Result<(), String> {
-                let mut rng = Rng(0xE703_7ED1_A0B4_28DB ^ ((r + 1) * 0x632B_E59B));
+                let mut rng = seeded(0xE703_7ED1_A0B4_28DB ^ ((r + 1) * 0x632B_E59B));
                 while !stop.load(Ordering::Relaxed) {
                     read_step(&tree, &mut rng).map_err(|e| format!("reader {r}: {e}"))?;
                     n.fetch_add(1, Ordering::Relaxed);

@@ -2,40 +2,36 @@
 //! an engine with it.
 
 use aimeta_adapters::{KvEngine, ListItem, LpmMethod};
+use rand::{Rng as _, RngExt as _};
 use std::collections::BTreeMap;
 
 pub type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 pub type CheckResult = Result<(), Box<dyn std::error::Error>>;
 
-/// A deterministic xorshift generator, so every engine and every run sees the same keys.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
+/// The workspace's one generator (PCG 128/64, value-stable across rand releases), so every
+/// engine and every run sees the same keys.
+fn seeded(seed: u64) -> rand_pcg::Pcg64Mcg {
+    use rand::SeedableRng as _;
+    rand_pcg::Pcg64Mcg::seed_from_u64(seed)
 }
 
 /// The kv-cache chains: per model, 40 chains of 1-8 blocks branching from earlier chains,
 /// with every prefix on a '/' boundary stored (`kv`, `kv/<model>`, ...): prefix-closed.
 pub fn kv_chains() -> Vec<Vec<String>> {
-    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let mut rng = seeded(0x9e37_79b9_7f4a_7c15);
     let mut chains: Vec<Vec<String>> = Vec::new();
     for model in ["llama70b", "mistral7b"] {
         let first = chains.len();
         for i in 0..40 {
             let mut chain: Vec<String> = vec!["kv".into(), model.into()];
             if i > 0 {
-                let parent = &chains[first + (rng.next() as usize) % i];
-                let keep = 2 + (rng.next() as usize) % (parent.len() - 1);
+                let parent = &chains[first + rng.random_range(0..i)];
+                let keep = 2 + rng.random_range(0..parent.len() - 1);
                 chain = parent[..keep.min(parent.len())].to_vec();
             }
-            let depth = 3 + (rng.next() as usize) % 8;
+            let depth = 3 + rng.random_range(0..8);
             while chain.len() < depth {
-                chain.push(format!("{:08x}", rng.next() as u32));
+                chain.push(format!("{:08x}", rng.next_u64() as u32));
             }
             chains.push(chain);
         }

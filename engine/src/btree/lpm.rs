@@ -162,7 +162,8 @@ mod tests {
     use super::*;
     use crate::tree::{Tree, TreeConfig};
 
-    use crate::test_rng::Rng;
+    use crate::test_rng::{key, seeded};
+    use rand::RngExt as _;
 
     fn brute(keys: &BTreeSet<Vec<u8>>, q: &[u8], boundary: Option<u8>) -> Option<usize> {
         (1..=q.len())
@@ -174,12 +175,12 @@ mod tests {
     fn the_lookup_agrees_with_brute_force() {
         let dir = tempfile::tempdir().expect("tempdir");
         let tree = Tree::open(TreeConfig::new(dir.path()).cache_bytes(16 * 4096)).expect("open");
-        let mut rng = Rng(0x2545_F491_4F6C_DD1D);
+        let mut rng = seeded(0x2545_F491_4F6C_DD1D);
         let mut keys = BTreeSet::new();
         while keys.len() < 20_000 {
             // Long shared heads make deep trees with long separators.
-            let mut k = b"kv/llama70b/".repeat((rng.next() % 3) as usize);
-            k.extend(rng.key(40));
+            let mut k = b"kv/llama70b/".repeat(rng.random_range(0..3));
+            k.extend(key(&mut rng, 40));
             keys.insert(k);
         }
         tree.bulk_load(keys.iter().map(|k| (k, k))).expect("load");
@@ -189,12 +190,12 @@ mod tests {
         let list: Vec<Vec<u8>> = keys.iter().cloned().collect();
         for n in 0..4000 {
             let q = if n % 3 == 0 {
-                let mut q = list[(rng.next() % list.len() as u64) as usize].clone();
-                q.extend(rng.key(6));
+                let mut q = list[rng.random_range(0..list.len())].clone();
+                q.extend(key(&mut rng, 6));
                 q
             } else {
-                let mut k = b"kv/llama70b/".repeat((rng.next() % 3) as usize);
-                k.extend(rng.key(50));
+                let mut k = b"kv/llama70b/".repeat(rng.random_range(0..3));
+                k.extend(key(&mut rng, 50));
                 k
             };
             for boundary in [None, Some(b'/')] {

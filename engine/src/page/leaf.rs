@@ -807,21 +807,22 @@ mod tests {
         first_cell - (LEAF_FIXED + v.prefix().len() + SLOT * v.len())
     }
 
-    use crate::test_rng::Rng;
+    use crate::test_rng::{key, seeded};
+    use rand::RngExt as _;
 
     #[test]
     fn front_coded_search_probe_and_decode_agree_with_brute_force() {
-        let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+        let mut rng = seeded(0x9E37_79B9_7F4A_7C15);
         let mut coded = 0;
         for round in 0..300 {
             let mut keys = std::collections::BTreeSet::new();
             let head = b"kv/llama70b/".repeat((round % 3) as usize);
-            let n = 1 + rng.next() % 120;
+            let n: u64 = rng.random_range(1..=120);
             while (keys.len() as u64) < n {
                 let mut k = head.clone();
                 if round % 2 == 1 {
                     // Chains: every 5th prefix of a long random path.
-                    let path = rng.key(60);
+                    let path = key(&mut rng, 60);
                     for l in (5..=path.len()).step_by(5) {
                         let mut k = k.clone();
                         k.extend(&path[..l]);
@@ -829,10 +830,9 @@ mod tests {
                     }
                     continue;
                 }
-                k.extend(rng.key(12));
+                k.extend(key(&mut rng, 12));
                 keys.insert(k);
             }
-            let n = keys.len() as u64;
             let entries: Vec<_> = keys.iter().map(|k| entry(k, &k[..1])).collect();
             if LeafNode::encoded_len(&entries) > 4096 {
                 continue;
@@ -862,9 +862,9 @@ mod tests {
             }
             for _ in 0..200 {
                 let mut q = head.clone();
-                q.extend(rng.key(14));
-                if rng.next().is_multiple_of(4) {
-                    q = entries[(rng.next() % n) as usize].key.clone();
+                q.extend(key(&mut rng, 14));
+                if rng.random_ratio(1, 4) {
+                    q = entries[rng.random_range(0..entries.len())].key.clone();
                 }
                 let want = entries.binary_search_by(|e| e.key.as_slice().cmp(&q));
                 assert_eq!(v.search(&q), want, "{:?}", String::from_utf8_lossy(&q));
@@ -900,12 +900,12 @@ mod tests {
 
     #[test]
     fn cuts_give_pieces_that_fit() {
-        let mut rng = Rng(0x2545_F491_4F6C_DD1D);
+        let mut rng = seeded(0x2545_F491_4F6C_DD1D);
         for append in [false, true] {
             let mut keys = std::collections::BTreeSet::new();
             while keys.len() < 400 {
                 let mut k = b"kv/llama70b/".to_vec();
-                k.extend(rng.key(30));
+                k.extend(key(&mut rng, 30));
                 keys.insert(k);
             }
             let entries: Vec<_> = keys.iter().map(|k| entry(k, &[7u8; 40])).collect();

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::ops::Bound;
 
 use aimeta_engine::KeyItem;
+use rand::RngExt as _;
 
 /// Boxed error for tests that return Result.
 pub type TestResult = Result<(), Box<dyn std::error::Error>>;
@@ -103,22 +104,14 @@ pub fn model_lpm(m: &BTreeMap<Vec<u8>, Vec<u8>>, q: &[u8]) -> Option<(Vec<u8>, V
         .find_map(|l| m.get(&q[..l]).map(|v| (q[..l].to_vec(), v.clone())))
 }
 
-/// A deterministic xorshift generator, so that tests need no seed file.
-pub struct Rng(pub u64);
+/// The workspace's one generator (PCG 128/64, value-stable across rand releases), so that
+/// tests need no seed file and a seed means the same sequence everywhere.
+pub type Rng = rand_pcg::Pcg64Mcg;
 
-impl Rng {
-    /// The next value.
-    pub fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    /// A value below `n`.
-    pub fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
+/// A generator for `seed` (any value, 0 included).
+pub fn seeded(seed: u64) -> Rng {
+    use rand::SeedableRng as _;
+    Rng::seed_from_u64(seed)
 }
 
 /// A value that names its key and its writer's counter, `len` bytes long (at least 16):
@@ -130,13 +123,9 @@ pub fn stamped_value(key: &[u8], stamp: u64, len: usize) -> Vec<u8> {
     let mut v = Vec::with_capacity(len.max(16));
     v.extend_from_slice(&h.to_le_bytes());
     v.extend_from_slice(&stamp.to_le_bytes());
-    let mut x = h ^ stamp.rotate_left(17) ^ 0x9E37_79B9_7F4A_7C15;
-    while v.len() < len.max(16) {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        v.push(x as u8);
-    }
+    let mut filler = seeded(h ^ stamp.rotate_left(17));
+    v.resize(len.max(16), 0);
+    rand::Rng::fill_bytes(&mut filler, &mut v[16..]);
     v
 }
 
@@ -226,10 +215,10 @@ pub fn check_prefix_scan(
 /// A stamped value for `key`: one in `large_one_in` is 5 to 30 KiB (an overflow run), the
 /// others 16 to 215 bytes.
 pub fn mixed_value(rng: &mut Rng, key: &[u8], stamp: u64, large_one_in: u64) -> Vec<u8> {
-    let len = if rng.below(large_one_in) == 0 {
-        5 * 1024 + rng.below(25 * 1024) as usize
+    let len = if rng.random_range(0..large_one_in) == 0 {
+        5 * 1024 + rng.random_range(0..25 * 1024) as usize
     } else {
-        16 + rng.below(200) as usize
+        16 + rng.random_range(0..200) as usize
     };
     stamped_value(key, stamp, len)
 }
