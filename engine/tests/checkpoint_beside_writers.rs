@@ -22,7 +22,8 @@ use std::time::Duration;
 use aimeta_engine::storage::{FaultPlan, FaultyOpener, SimDisk};
 use aimeta_engine::{Durability, Tree, TreeConfig};
 use common::{
-    apply_to_model, check_prefix_scan, check_stamped, mixed_value, seeded, Ops, Rng, TestResult,
+    apply_to_model, check_prefix_scan, check_stamped, env_count, mixed_value, seeded, Ops, Rng,
+    TestResult,
 };
 use rand::RngExt as _;
 
@@ -180,16 +181,17 @@ fn write_one(tree: &Tree, hist: &mut History, rng: &mut Rng, stamp: &mut u64) ->
     Ok(())
 }
 
-/// After a crash and reopen: the tree recovered some commit, which the mode allows (the
+/// Reopens after a crash: the tree recovered some commit, which the mode allows (the
 /// last one with a log; one no older than `durable_before`, the last checkpoint known
 /// complete, without), and equals the model at that commit. The history goes back to it.
-fn recovered(
-    tree: &Tree,
+fn reopen_recovered(
+    h: &Harness,
     hist: &mut History,
     mode: Durability,
     durable_before: u64,
     when: &str,
-) -> TestResult {
+) -> Result<Tree, Box<dyn std::error::Error>> {
+    let tree = h.open(mode)?;
     let seq = tree.metrics().commit_seq;
     let last = hist.last_seq();
     let allowed = match mode {
@@ -204,7 +206,8 @@ fn recovered(
         .into());
     }
     hist.rewind(seq);
-    same(tree, &hist.model, when)
+    same(&tree, &hist.model, when)?;
+    Ok(tree)
 }
 
 /// A reader: point gets and limited prefix scans; every value must be one written for
@@ -345,9 +348,8 @@ fn run(mode: Durability, seed: u64, slowness: Slowness, ops: u64) -> TestResult 
     drop(tree);
     h.plan.fail_after_ops.store(-1, Ordering::SeqCst);
     h.plan.delay_writes(Duration::ZERO);
-    let tree = h.open(mode)?;
-    recovered(
-        &tree,
+    let tree = reopen_recovered(
+        &h,
         &mut hist,
         mode,
         durable_before,
@@ -365,22 +367,12 @@ fn run(mode: Durability, seed: u64, slowness: Slowness, ops: u64) -> TestResult 
         write_one(&tree, &mut hist, &mut rng, &mut stamp)?;
     }
     h.crash(tree);
-    let tree = h.open(mode)?;
-    recovered(
-        &tree,
-        &mut hist,
-        mode,
-        durable_before,
-        "after a process crash",
-    )?;
+    reopen_recovered(&h, &mut hist, mode, durable_before, "after a process crash")?;
     Ok(())
 }
 
 fn seeds() -> u64 {
-    std::env::var("AIMETA_RACE_SEEDS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(4)
+    env_count("AIMETA_RACE_SEEDS", 4)
 }
 
 #[test]

@@ -4,19 +4,22 @@
 //! must equal the model at a commit the mode promises to keep, and pass its integrity
 //! check.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
 use aimeta_engine::storage::{FaultPlan, FaultyOpener, SimDisk};
-use aimeta_engine::{Durability, Tree, TreeConfig, WriteBatch};
+use aimeta_engine::{Durability, Tree, TreeConfig};
+use common::{apply_batch, env_count, Ops};
 use proptest::prelude::*;
 
 #[derive(Debug, Clone)]
 enum Op {
     Put(Vec<u8>, Vec<u8>),
     Delete(Vec<u8>),
-    Batch(Vec<(Vec<u8>, Option<Vec<u8>>)>),
+    Batch(Ops),
     Checkpoint,
     Reopen,
     ProcessCrash,
@@ -117,20 +120,7 @@ fn run(mode: Durability, ops: Vec<Op>) -> Result<(), TestCaseError> {
                 history.push(model.clone());
             }
             Op::Batch(ops) => {
-                let mut b = WriteBatch::new();
-                for (k, v) in &ops {
-                    match v {
-                        Some(v) => b.put(k.clone(), v.clone()),
-                        None => b.delete(k.clone()),
-                    };
-                }
-                tree.apply_batch(&b).expect("batch");
-                for (k, v) in ops {
-                    match v {
-                        Some(v) => model.insert(k, v),
-                        None => model.remove(&k),
-                    };
-                }
+                apply_batch(&tree, &mut model, ops).expect("batch");
                 history.push(model.clone());
             }
             Op::Checkpoint => {
@@ -197,10 +187,7 @@ fn run(mode: Durability, ops: Vec<Op>) -> Result<(), TestCaseError> {
 }
 
 fn cases() -> u32 {
-    std::env::var("CRASH_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(24)
+    env_count("CRASH_CASES", 24)
 }
 
 proptest! {

@@ -130,10 +130,15 @@ fn verify(tree: &Tree, model: &BTreeMap<Vec<u8>, Vec<u8>>, rng: &mut Rng) -> Tes
     Ok(())
 }
 
+/// The tree under test: a 64-page pool, so that the data sets here do not fit it.
+fn open(dir: &std::path::Path) -> aimeta_engine::Result<Tree> {
+    Tree::open(TreeConfig::new(dir).cache_bytes(64 * 4096))
+}
+
 #[test]
 fn chain_keys_through_the_write_path_agree_with_a_model() -> TestResult {
     let dir = tempfile::tempdir()?;
-    let tree = Tree::open(TreeConfig::new(dir.path()).cache_bytes(64 * 4096))?;
+    let tree = open(dir.path())?;
     let mut rng = seeded(0x9E37_79B9_7F4A_7C15);
     let mut model = BTreeMap::new();
     let mut live: Vec<Vec<u8>> = Vec::new();
@@ -148,13 +153,13 @@ fn chain_keys_through_the_write_path_agree_with_a_model() -> TestResult {
         }
         // Deletes (whole runs of a chain and single keys) make leaves merge.
         for _ in 0..600 {
-            let i = rng.random_range(0..live.len() as u64) as usize;
+            let i = rng.random_range(0..live.len());
             let k = live.swap_remove(i);
             assert_eq!(tree.delete(&k)?, model.remove(&k).is_some());
         }
         // Same-length overwrites patch values in place.
         for _ in 0..100 {
-            let k = live[rng.random_range(0..live.len() as u64) as usize].clone();
+            let k = live[rng.random_range(0..live.len())].clone();
             if let Some(v) = model.get_mut(&k) {
                 v.iter_mut().for_each(|b| *b = b.wrapping_add(1));
                 tree.put(&k, v)?;
@@ -166,7 +171,7 @@ fn chain_keys_through_the_write_path_agree_with_a_model() -> TestResult {
         verify(&tree, &model, &mut rng)?;
     }
     drop(tree);
-    let tree = Tree::open(TreeConfig::new(dir.path()).cache_bytes(64 * 4096))?;
+    let tree = open(dir.path())?;
     verify(&tree, &model, &mut rng)?;
     Ok(())
 }
@@ -174,15 +179,12 @@ fn chain_keys_through_the_write_path_agree_with_a_model() -> TestResult {
 #[test]
 fn bulk_loaded_chains_are_front_coded_and_agree_with_a_model() -> TestResult {
     let dir = tempfile::tempdir()?;
-    let tree = Tree::open(TreeConfig::new(dir.path()).cache_bytes(64 * 4096))?;
+    let tree = open(dir.path())?;
     let mut rng = seeded(0x2545_F491_4F6C_DD1D);
-    let mut model = BTreeMap::new();
-    for _ in 0..1500 {
-        for k in chain(&mut rng) {
-            let v = vec![7u8; 40];
-            model.insert(k, v);
-        }
-    }
+    let model: BTreeMap<_, _> = (0..1500)
+        .flat_map(|_| chain(&mut rng))
+        .map(|k| (k, vec![7u8; 40]))
+        .collect();
     tree.bulk_load(model.iter())?;
     let report = tree.check_integrity()?;
     // Plain pages hold about 30 of these keys (~100 bytes, 40-byte values) per leaf.

@@ -13,8 +13,31 @@ use aimeta_engine::storage::SimDisk;
 use aimeta_engine::{Error, Tree, TreeConfig};
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
-/// A store's data file, and the numbers of its overflow and leaf pages.
-type Store = (PathBuf, Vec<usize>, Vec<usize>);
+
+/// A closed store on a simulated disk: its data file, and the numbers of its overflow and
+/// leaf pages.
+struct Store {
+    dir: tempfile::TempDir,
+    disk: SimDisk,
+    path: PathBuf,
+    overflow: Vec<usize>,
+    leaves: Vec<usize>,
+}
+
+impl Store {
+    /// Changes the data file's bytes on the disk with `edit`.
+    fn damage(&self, edit: impl FnOnce(&mut Vec<u8>)) -> TestResult {
+        let mut bytes = self.disk.read_raw(&self.path).ok_or("no data file")?;
+        edit(&mut bytes);
+        self.disk.write_raw(&self.path, bytes);
+        Ok(())
+    }
+
+    /// The store, opened.
+    fn open(&self) -> Result<Tree, Error> {
+        open(&self.disk, self.dir.path())
+    }
+}
 
 const PAGE: usize = 4096;
 const KIND_LEAF: u8 = 1;
@@ -45,15 +68,16 @@ fn plant_copy(bytes: &mut [u8], from: usize, to: usize) {
 }
 
 /// A closed, bulk-loaded store (so that every page image in the file is live) of small
-/// values and one 20,000-byte value (an overflow run of five pages); returns the data
-/// file's path and the numbers of its overflow and leaf pages.
-fn store(disk: &SimDisk, dir: &Path) -> Result<Store, Box<dyn std::error::Error>> {
-    let tree = open(disk, dir)?;
+/// values and one 20,000-byte value (an overflow run of five pages) on a new disk.
+fn store() -> Result<Store, Box<dyn std::error::Error>> {
+    let dir = tempfile::tempdir()?;
+    let disk = SimDisk::new();
+    let tree = open(&disk, dir.path())?;
     let mut items = vec![(b"big".to_vec(), vec![9u8; BIG])];
     items.extend((0..300u32).map(|i| (format!("small/{i:04}").into_bytes(), vec![7u8; 40])));
     tree.bulk_load(items)?;
     drop(tree);
-    let path = dir.join("data.aimkv");
+    let path = dir.path().join("data.aimkv");
     let bytes = disk.read_raw(&path).ok_or("no data file")?;
     let kind_of = |p: usize| bytes[p * PAGE + 4];
     let pages = bytes.len() / PAGE;
@@ -71,7 +95,13 @@ fn store(disk: &SimDisk, dir: &Path) -> Result<Store, Box<dyn std::error::Error>
     if overflow.len() != 5 {
         return Err(format!("expected one run of 5 overflow pages, found {overflow:?}").into());
     }
-    Ok((path, overflow, leaves))
+    Ok(Store {
+        dir,
+        disk,
+        path,
+        overflow,
+        leaves,
+    })
 }
 
 fn assert_check_names(tree: &Tree, page: usize, what: &str) -> TestResult {
@@ -83,14 +113,10 @@ fn assert_check_names(tree: &Tree, page: usize, what: &str) -> TestResult {
 
 #[test]
 fn an_overflow_page_holding_a_leaf_image_fails_the_check() -> TestResult {
-    let dir = tempfile::tempdir()?;
-    let disk = SimDisk::new();
-    let (path, overflow, leaves) = store(&disk, dir.path())?;
-    let mut bytes = disk.read_raw(&path).ok_or("no data file")?;
-    let o = overflow[2];
-    plant_copy(&mut bytes, leaves[0], o);
-    disk.write_raw(&path, bytes);
-    let tree = open(&disk, dir.path())?;
+    let store = store()?;
+    let o = store.overflow[2];
+    store.damage(|bytes| plant_copy(bytes, store.leaves[0], o))?;
+    let tree = store.open()?;
     assert_check_names(&tree, o, "an overflow page holding a leaf")?;
     assert!(tree.get(b"big").is_err(), "the read the check warns of");
     Ok(())
@@ -99,21 +125,17 @@ fn an_overflow_page_holding_a_leaf_image_fails_the_check() -> TestResult {
 #[test]
 fn an_overflow_page_of_another_value_or_with_a_bad_checksum_fails_the_check() -> TestResult {
     for damage in ["length", "checksum"] {
-        let dir = tempfile::tempdir()?;
-        let disk = SimDisk::new();
-        let (path, overflow, _) = store(&disk, dir.path())?;
-        let mut bytes = disk.read_raw(&path).ok_or("no data file")?;
-        let o = overflow[4];
+        let store = store()?;
+        let o = store.overflow[4];
         let at = o * PAGE;
-        match damage {
+        store.damage(|bytes| match damage {
             "length" => {
                 bytes[at + 24..at + 32].copy_from_slice(&(BIG as u64 + 1).to_le_bytes());
                 seal(&mut bytes[at..at + PAGE]);
             }
             _ => bytes[at + 1000] ^= 0x40,
-        }
-        disk.write_raw(&path, bytes);
-        let tree = open(&disk, dir.path())?;
+        })?;
+        let tree = store.open()?;
         assert_check_names(&tree, o, damage)?;
     }
     Ok(())
@@ -121,18 +143,14 @@ fn an_overflow_page_of_another_value_or_with_a_bad_checksum_fails_the_check() ->
 
 #[test]
 fn a_clean_resident_page_whose_disk_image_changed_fails_the_check() -> TestResult {
-    let dir = tempfile::tempdir()?;
-    let disk = SimDisk::new();
-    let (path, _, leaves) = store(&disk, dir.path())?;
-    let tree = open(&disk, dir.path())?;
+    let store = store()?;
+    let tree = store.open()?;
     tree.check_integrity()?;
     // Every leaf is resident and clean now (the check read them). Another valid leaf
     // image, sealed for this place, is written underneath one of them: the pool would
     // serve it after an eviction without verifying it again.
-    let mut bytes = disk.read_raw(&path).ok_or("no data file")?;
-    let victim = leaves[0];
-    plant_copy(&mut bytes, leaves[1], victim);
-    disk.write_raw(&path, bytes);
+    let victim = store.leaves[0];
+    store.damage(|bytes| plant_copy(bytes, store.leaves[1], victim))?;
     assert_check_names(&tree, victim, "a leaf whose disk image is another leaf")?;
     Ok(())
 }

@@ -24,7 +24,7 @@ use std::time::Duration;
 
 use aimeta_engine::storage::{FileOpener, Storage, StorageError, StorageOpener};
 use aimeta_engine::{Durability, Tree, TreeConfig};
-use common::{apply_to_model, batch_of, seeded, stamped_value, Ops, TestResult};
+use common::{apply_to_model, batch_of, env_count, seeded, stamped_value, Ops, TestResult};
 use rand::RngExt as _;
 
 const KEYS: u64 = 500;
@@ -231,10 +231,7 @@ fn contents(tree: &Tree) -> aimeta_engine::Result<Model> {
 }
 
 fn kill_loop(sync: bool) -> TestResult {
-    let rounds: u32 = std::env::var("AIMETA_KILL9_ROUNDS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(50);
+    let rounds: u32 = env_count("AIMETA_KILL9_ROUNDS", 50);
     let dir = tempfile::tempdir()?;
     let dir_s = dir
         .path()

@@ -10,8 +10,11 @@ use aimeta_engine::{Tree, TreeConfig};
 use common::{model_lpm, seeded, Rng, TestResult};
 use rand::{Rng as _, RngExt as _};
 
+/// A chain's keys, shortest first.
+type Chain = Vec<Vec<u8>>;
+
 /// Chain `c`: `kv/llama70b/<h0>/<h1>/...` with `depth` levels of 9 bytes each.
-fn chain(rng: &mut Rng, depth: usize) -> Vec<Vec<u8>> {
+fn chain(rng: &mut Rng, depth: usize) -> Chain {
     let mut key = b"kv/llama70b".to_vec();
     let mut levels = Vec::with_capacity(depth);
     for _ in 0..depth {
@@ -19,6 +22,32 @@ fn chain(rng: &mut Rng, depth: usize) -> Vec<Vec<u8>> {
         levels.push(key.clone());
     }
     levels
+}
+
+/// `count` chains of 4 to 32 levels, every level stored with a value naming its chain:
+/// the prefix-closed model and the chains.
+fn chains(rng: &mut Rng, count: u32) -> (BTreeMap<Vec<u8>, Vec<u8>>, Vec<Chain>) {
+    let mut model = BTreeMap::new();
+    let mut all = Vec::with_capacity(count as usize);
+    for c in 0..count {
+        let depth = rng.random_range(4..33);
+        let levels = chain(rng, depth);
+        for l in &levels {
+            model.insert(l.clone(), c.to_le_bytes().repeat(10));
+        }
+        all.push(levels);
+    }
+    (model, all)
+}
+
+/// A two-level key under the model root that no chain stores (a miss, almost surely).
+fn stray_query(rng: &mut Rng) -> Vec<u8> {
+    format!(
+        "kv/llama70b/{:08x}/{:08x}",
+        rng.next_u64() as u32,
+        rng.next_u64() as u32
+    )
+    .into_bytes()
 }
 
 /// The seed report's bisect over candidate lengths with get: right only on prefix-closed sets.
@@ -49,26 +78,12 @@ fn native_lookup_agrees_with_brute_force_and_bisect_on_chains() -> TestResult {
     let dir = tempfile::tempdir()?;
     let tree = Tree::open(TreeConfig::new(dir.path()).cache_bytes(32 * 4096))?;
     let mut rng = seeded(0x9E37_79B9_7F4A_7C15);
-    let mut model = BTreeMap::new();
-    let mut chains = Vec::new();
-    for c in 0..600u32 {
-        let depth = rng.random_range(4..33);
-        let levels = chain(&mut rng, depth);
-        for l in &levels {
-            model.insert(l.clone(), c.to_le_bytes().repeat(10));
-        }
-        chains.push(levels);
-    }
+    let (model, chains) = chains(&mut rng, 600);
     tree.bulk_load(model.iter())?;
     for (n, levels) in chains.iter().enumerate() {
         let mut q = levels.last().ok_or("empty chain")?.clone();
         if n % 5 == 4 {
-            q = format!(
-                "kv/llama70b/{:08x}/{:08x}",
-                rng.next_u64() as u32,
-                rng.next_u64() as u32
-            )
-            .into_bytes();
+            q = stray_query(&mut rng);
         } else {
             q.extend_from_slice(b"/0badf00d/1badf00d");
         }
@@ -144,27 +159,13 @@ fn native_lookup_is_right_where_bisect_is_wrong() -> TestResult {
 fn a_cold_lookup_reads_at_most_twice_the_height() -> TestResult {
     let dir = tempfile::tempdir()?;
     let mut rng = seeded(42);
-    let mut model = BTreeMap::new();
+    let (model, chains) = chains(&mut rng, 4000);
     let mut queries = Vec::new();
-    for c in 0..4000u32 {
-        let depth = rng.random_range(4..33);
-        let levels = chain(&mut rng, depth);
-        for l in &levels {
-            model.insert(l.clone(), c.to_le_bytes().repeat(10));
-        }
-        if c % 400 == 0 {
-            let mut q = levels.last().ok_or("empty chain")?.clone();
-            q.extend_from_slice(b"/00000000/11111111");
-            queries.push(q);
-            queries.push(
-                format!(
-                    "kv/llama70b/{:08x}/{:08x}",
-                    rng.next_u64() as u32,
-                    rng.next_u64() as u32
-                )
-                .into_bytes(),
-            );
-        }
+    for levels in chains.iter().step_by(400) {
+        let mut q = levels.last().ok_or("empty chain")?.clone();
+        q.extend_from_slice(b"/00000000/11111111");
+        queries.push(q);
+        queries.push(stray_query(&mut rng));
     }
     {
         let tree = Tree::open(TreeConfig::new(dir.path()).cache_bytes(16 * 4096))?;

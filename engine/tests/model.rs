@@ -6,8 +6,8 @@ mod common;
 use std::collections::BTreeMap;
 use std::ops::Bound;
 
-use aimeta_engine::{Tree, TreeConfig, WriteBatch};
-use common::{model_list, model_lpm, model_range};
+use aimeta_engine::{Tree, TreeConfig};
+use common::{apply_batch, env_count, model_list, model_lpm, model_range, Ops};
 use proptest::prelude::*;
 
 #[derive(Debug, Clone)]
@@ -15,7 +15,7 @@ enum Op {
     Put(Vec<u8>, Vec<u8>),
     Delete(Vec<u8>),
     Cas(Vec<u8>, bool, Option<Vec<u8>>),
-    Batch(Vec<(Vec<u8>, Option<Vec<u8>>)>),
+    Batch(Ops),
     Get(Vec<u8>),
     Range(
         Bound<Vec<u8>>,
@@ -133,20 +133,7 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
                 }
             }
             Op::Batch(ops) => {
-                let mut b = WriteBatch::new();
-                for (k, v) in &ops {
-                    match v {
-                        Some(v) => b.put(k.clone(), v.clone()),
-                        None => b.delete(k.clone()),
-                    };
-                }
-                tree.apply_batch(&b).expect("batch");
-                for (k, v) in ops {
-                    match v {
-                        Some(v) => model.insert(k, v),
-                        None => model.remove(&k),
-                    };
-                }
+                apply_batch(&tree, &mut model, ops).expect("batch");
             }
             Op::Get(k) => {
                 prop_assert_eq!(
@@ -225,7 +212,7 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
 
 proptest! {
     #![proptest_config(ProptestConfig {
-        cases: std::env::var("MODEL_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(96),
+        cases: env_count("MODEL_CASES", 96),
         max_shrink_iters: 2000,
         .. ProptestConfig::default()
     })]

@@ -25,7 +25,9 @@ use std::time::{Duration, Instant};
 
 use aimeta_engine::storage::{FaultPlan, FaultyOpener, FileOpener};
 use aimeta_engine::{Tree, TreeConfig};
-use common::{apply_batch, check_prefix_scan, check_stamped, mixed_value, seeded, Rng, TestResult};
+use common::{
+    apply_batch, check_prefix_scan, check_stamped, env_count, mixed_value, seeded, Rng, TestResult,
+};
 use rand::RngExt as _;
 
 const WRITERS: u64 = 4;
@@ -36,13 +38,6 @@ const KEYS: u64 = 30_000;
 const CHECK_EVERY: Duration = Duration::from_secs(60);
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
-
-fn env_u64(name: &str, default: u64) -> u64 {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
@@ -132,8 +127,8 @@ fn check(tree: &Tree, models: &[Arc<Mutex<Model>>], when: &str) -> TestResult {
 #[test]
 #[ignore = "a soak of minutes: AIMETA_SOAK_MINUTES=30 cargo test --release -p aimeta-engine --test soak -- --ignored"]
 fn soak_seed_configuration_with_writers_readers_and_background_checkpoints() -> TestResult {
-    let minutes = env_u64("AIMETA_SOAK_MINUTES", 1);
-    let cache_mib = env_u64("AIMETA_SOAK_CACHE_MIB", 256);
+    let minutes = env_count("AIMETA_SOAK_MINUTES", 1);
+    let cache_mib = env_count("AIMETA_SOAK_CACHE_MIB", 256);
     let dir = tempfile::tempdir()?;
     let plan = FaultPlan::new("");
     let config = |faulty: bool| {

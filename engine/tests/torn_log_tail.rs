@@ -67,6 +67,15 @@ impl Setup {
         }
         Err("no log file holds exactly the 100 commits".into())
     }
+
+    /// Writes the 100 commits, dies, and flips a byte inside the 11th record of the log.
+    fn damage_the_eleventh_record(&self) -> Result<(), Box<dyn std::error::Error>> {
+        self.write_and_die()?;
+        let (path, mut bytes) = self.active_log()?;
+        bytes[HEADER + 10 * RECORD + 30] ^= 0x55;
+        self.disk.write_raw(&path, bytes);
+        Ok(())
+    }
 }
 
 #[test]
@@ -99,10 +108,7 @@ fn damage_in_the_unsynced_part_keeps_the_commits_before_it() -> TestResult {
     // With `sync: false` nothing after the checkpoint was known to be on disk, so damage
     // there may be what a power loss leaves: recovery keeps the prefix before it.
     let s = Setup::new(false)?;
-    s.write_and_die()?;
-    let (path, mut bytes) = s.active_log()?;
-    bytes[HEADER + 10 * RECORD + 30] ^= 0x55;
-    s.disk.write_raw(&path, bytes);
+    s.damage_the_eleventh_record()?;
     let tree = s.open()?;
     assert_eq!(tree.len(), 10);
     assert_eq!(tree.metrics().wal_torn_tails, 1);
@@ -114,10 +120,7 @@ fn damage_in_the_unsynced_part_keeps_the_commits_before_it() -> TestResult {
 fn damage_before_a_synced_record_is_an_error_naming_the_log() -> TestResult {
     // With `sync: true` every later record says the damaged one had reached the disk.
     let s = Setup::new(true)?;
-    s.write_and_die()?;
-    let (path, mut bytes) = s.active_log()?;
-    bytes[HEADER + 10 * RECORD + 30] ^= 0x55;
-    s.disk.write_raw(&path, bytes);
+    s.damage_the_eleventh_record()?;
     let err = s
         .open()
         .expect_err("damage before synced records must not be skipped");

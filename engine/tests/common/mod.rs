@@ -10,6 +10,15 @@ use rand::RngExt as _;
 /// Boxed error for tests that return Result.
 pub type TestResult = Result<(), Box<dyn std::error::Error>>;
 
+/// A count from the environment variable `name` (a test's size knob), or `default` when it
+/// is unset or not a number.
+pub fn env_count<T: std::str::FromStr>(name: &str, default: T) -> T {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
 /// The manifest key of sample `i` in shard `s`.
 pub fn manifest_key(s: u32, i: u32) -> Vec<u8> {
     format!("ds/laion/shard-{s:05}/sample-{i:08}").into_bytes()
