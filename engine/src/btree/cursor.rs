@@ -225,10 +225,7 @@ impl Cursor {
     /// Positions at the first entry > `q`.
     pub fn seek_gt(&mut self, q: &[u8]) -> Result<()> {
         self.seek_ge(q)?;
-        if self.valid() && self.key == q {
-            self.advance()?;
-        }
-        Ok(())
+        self.step_past(q, Direction::Forward)
     }
 
     /// Positions at the last entry <= `q`, trying the current leaf first.
@@ -273,10 +270,19 @@ impl Cursor {
     /// Positions at the last entry < `q`.
     pub fn seek_lt(&mut self, q: &[u8]) -> Result<()> {
         self.seek_le(q)?;
-        if self.valid() && self.key == q {
-            self.retreat()?;
+        self.step_past(q, Direction::Backward)
+    }
+
+    /// Moves one entry on in `dir` when the cursor is on `q` itself: what turns an
+    /// inclusive seek into an exclusive one.
+    fn step_past(&mut self, q: &[u8], dir: Direction) -> Result<()> {
+        if !self.valid() || self.key != q {
+            return Ok(());
         }
-        Ok(())
+        match dir {
+            Direction::Forward => self.advance(),
+            Direction::Backward => self.retreat(),
+        }
     }
 
     /// Positions at the first entry.
