@@ -598,7 +598,13 @@ mod tests {
             forward.push(e);
             c.advance().expect("advance");
         }
-        assert_eq!(forward, model.iter().map(|e| owned(Some(e)).expect("e")).collect::<Vec<_>>());
+        assert_eq!(
+            forward,
+            model
+                .iter()
+                .map(|e| owned(Some(e)).expect("e"))
+                .collect::<Vec<_>>()
+        );
         assert_eq!(entered.len() as u64, leaves, "each leaf entered once");
         // Past the end the cursor stays off every entry.
         c.advance().expect("advance");
@@ -648,14 +654,22 @@ mod tests {
             assert_eq!(at(&c), owned(gt), "gt {q:?}");
 
             c.seek_le(q).expect("seek");
-            assert_eq!(at(&c), owned(model.range(..=q.to_vec()).next_back()), "le {q:?}");
+            assert_eq!(
+                at(&c),
+                owned(model.range(..=q.to_vec()).next_back()),
+                "le {q:?}"
+            );
             let mut before = model.range(..=q.to_vec());
             before.next_back();
             c.retreat().expect("retreat");
             assert_eq!(at(&c), owned(before.next_back()), "before le {q:?}");
 
             c.seek_lt(q).expect("seek");
-            assert_eq!(at(&c), owned(model.range(..q.to_vec()).next_back()), "lt {q:?}");
+            assert_eq!(
+                at(&c),
+                owned(model.range(..q.to_vec()).next_back()),
+                "lt {q:?}"
+            );
         }
     }
 
@@ -717,7 +731,12 @@ mod tests {
         let v = Version::new(1, Some(root), loaded.height, loaded.entries);
         let leaf_of = model
             .keys()
-            .map(|k| (k.clone(), leaf_page_of(&probe, &v, k).expect("leaf").expect("some")))
+            .map(|k| {
+                (
+                    k.clone(),
+                    leaf_page_of(&probe, &v, k).expect("leaf").expect("some"),
+                )
+            })
             .collect();
         assert_eq!(fx.pool.occupancy().0, 0, "bulk load bypasses the pool");
         let root = fx.pool.get(root_id, Access::Point).expect("root");

@@ -849,7 +849,10 @@ pub(in crate::btree) mod tests {
         );
         // Inner pages merged too, and the root with one child left gave way to it (seed 2:
         // three inner pages and three levels before, one and two after).
-        assert!(after.inner_pages < before.inner_pages, "{before:?} {after:?}");
+        assert!(
+            after.inner_pages < before.inner_pages,
+            "{before:?} {after:?}"
+        );
         assert!(fx.version.height < before_height);
         let v = fx.version.clone();
         assert_reads(&fx, &v, &model);
@@ -923,7 +926,8 @@ pub(in crate::btree) mod tests {
         });
         let leaf = v1.root.as_ref().expect("root").id();
         let (v2, ()) = fx.commit(|txn| {
-            txn.apply(Mutation::Put(b"b", b"3")).expect("same-length overwrite");
+            txn.apply(Mutation::Put(b"b", b"3"))
+                .expect("same-length overwrite");
             txn.apply(Mutation::Put(b"c", b"44")).expect("put");
             txn.apply(Mutation::Delete(b"a")).expect("delete");
             let freed: Vec<(PageId, u64, u64)> = txn
@@ -939,7 +943,10 @@ pub(in crate::btree) mod tests {
         let new_leaf = v2.root.as_ref().expect("root").id();
         assert_ne!(new_leaf, leaf);
         assert_eq!(v2.root.as_ref().expect("root").txn(), 2);
-        assert_eq!(fx.alloc.not_live()(leaf), Some("freed by an earlier commit"));
+        assert_eq!(
+            fx.alloc.not_live()(leaf),
+            Some("freed by an earlier commit")
+        );
         // The old version still reads as it was committed.
         assert_eq!(fx.get(&v1, b"a"), Some(b"1".to_vec()));
         assert_eq!(fx.get(&v1, b"b"), Some(b"2".to_vec()));

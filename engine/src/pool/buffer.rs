@@ -663,10 +663,16 @@ pub(super) mod tests {
         let (pool, _) = pool_over(8, 16, ScanIo::Paged);
         let first = pool.get(4, Access::Point).expect("miss");
         assert_eq!(first.bytes(), image(4, 1).as_slice());
-        assert_eq!((first.id(), first.kind(), first.txn()), (4, PageKind::Overflow, 1));
+        assert_eq!(
+            (first.id(), first.kind(), first.txn()),
+            (4, PageKind::Overflow, 1)
+        );
         assert!(pool.is_resident(4) && !pool.is_resident(5));
         let again = pool.get(4, Access::Walk).expect("hit");
-        assert!(Arc::ptr_eq(&first, &again), "a hit hands back the cached image");
+        assert!(
+            Arc::ptr_eq(&first, &again),
+            "a hit hands back the cached image"
+        );
         assert_eq!(count(&pool, Counter::PageMisses), 1);
         assert_eq!(count(&pool, Counter::PageHits), 1);
         assert_eq!(count(&pool, Counter::PagesRead), 1);
@@ -726,7 +732,10 @@ pub(super) mod tests {
         let p = pool.install(img).expect("install");
         assert!(p.is_dirty() && pool.is_resident(5));
         assert_eq!(p.bytes(), image(5, 2).as_slice(), "sealed on install");
-        assert!(storage.len().expect("len") < 6 * PAGE as u64, "not written yet");
+        assert!(
+            storage.len().expect("len") < 6 * PAGE as u64,
+            "not written yet"
+        );
         let hit = pool.get(5, Access::Point).expect("resident");
         assert!(Arc::ptr_eq(&p, &hit));
         assert_eq!(count(&pool, Counter::PagesRead), 0);
@@ -869,7 +878,10 @@ pub(super) mod tests {
             pool.read_run(20, pages as usize, PageKind::Leaf),
             Err(Error::Page(PageError::UnexpectedKind { page: 20, .. }))
         ));
-        assert!(pool.write_run(1, &run).is_err(), "the superblocks are not a run's");
+        assert!(
+            pool.write_run(1, &run).is_err(),
+            "the superblocks are not a run's"
+        );
     }
 
     #[test]
@@ -880,6 +892,7 @@ pub(super) mod tests {
         damage(&storage, 3);
         assert!(pool.check_on_disk(&p).is_err());
         let dirty = pool.install(image(4, 8)).expect("install");
-        pool.check_on_disk(&dirty).expect("a dirty image is not compared");
+        pool.check_on_disk(&dirty)
+            .expect("a dirty image is not compared");
     }
 }

@@ -194,7 +194,11 @@ mod tests {
         assert_eq!(ids(&ev.main), vec![3]);
         assert_eq!(ev.queued(), 3);
         ev.requeue_replacement(&page(2, PageKind::Leaf, 4));
-        assert_eq!(ev.main.back(), Some(&(2, 4)), "a replacement image queues in main");
+        assert_eq!(
+            ev.main.back(),
+            Some(&(2, 4)),
+            "a replacement image queues in main"
+        );
     }
 
     #[test]
@@ -341,7 +345,8 @@ mod tests {
         assert_eq!((hits1 - hits0, misses1 - misses0), (0, SCAN));
         assert!(evictions1 - evictions0 >= SCAN - CAPACITY);
         for id in hot {
-            pool.get(id, Access::Point).expect("hot read after the scan");
+            pool.get(id, Access::Point)
+                .expect("hot read after the scan");
         }
         let (hits2, misses2, _) = counts(&pool);
         assert_eq!(

@@ -376,7 +376,10 @@ mod tests {
 
     /// The ops of commit `seq`: one put of a key and value named after it.
     fn ops_of(seq: u64) -> (Vec<u8>, Vec<u8>) {
-        (format!("key-{seq}").into_bytes(), vec![seq as u8; seq as usize * 3])
+        (
+            format!("key-{seq}").into_bytes(),
+            vec![seq as u8; seq as usize * 3],
+        )
     }
 
     fn append(wal: &Wal, seq: u64) {
@@ -391,7 +394,8 @@ mod tests {
     }
 
     fn raw(disk: &SimDisk, file: usize) -> Vec<u8> {
-        disk.read_raw(&dir().join(WAL_FILES[file])).expect("a log file")
+        disk.read_raw(&dir().join(WAL_FILES[file]))
+            .expect("a log file")
     }
 
     #[test]
@@ -503,7 +507,11 @@ mod tests {
         wal.wait_durable(1).expect("sync");
         assert_eq!(wal.syncs.load(Ordering::Relaxed), 1);
         wal.wait_durable(2).expect("already synced");
-        assert_eq!(wal.syncs.load(Ordering::Relaxed), 1, "the first sync covered 2");
+        assert_eq!(
+            wal.syncs.load(Ordering::Relaxed),
+            1,
+            "the first sync covered 2"
+        );
         append(&wal, 3);
         drop(wal);
         disk.crash();
@@ -534,7 +542,10 @@ mod tests {
         append(&wal, 3);
         append(&wal, 4);
         assert!(wal.pending_bytes() > 0);
-        assert_eq!(raw(&disk, 1).len() as u64, FILE_HEADER_LEN as u64 + wal.pending_bytes());
+        assert_eq!(
+            raw(&disk, 1).len() as u64,
+            FILE_HEADER_LEN as u64 + wal.pending_bytes()
+        );
         // The other file holds commits 1 and 2: a switch back needs a checkpoint of 2.
         assert!(!wal.rotate(1).expect("refused"));
         drop(wal);
