@@ -389,6 +389,16 @@ mod tests {
         wal.append(seq, 1, &ops).expect("append");
     }
 
+    /// A new log on a new simulated disk, holding commits 1..=`commits`.
+    fn log_with(commits: u64) -> (SimDisk, Wal) {
+        let disk = SimDisk::new();
+        let wal = open(&disk).wal;
+        for seq in 1..=commits {
+            append(&wal, seq);
+        }
+        (disk, wal)
+    }
+
     fn seqs(records: &[Record]) -> Vec<u64> {
         records.iter().map(|r| r.seq).collect()
     }
@@ -411,11 +421,7 @@ mod tests {
 
     #[test]
     fn appended_records_are_replayed_in_order_after_a_reopen() {
-        let disk = SimDisk::new();
-        let wal = open(&disk).wal;
-        for seq in 1..=5 {
-            append(&wal, seq);
-        }
+        let (disk, wal) = log_with(5);
         assert_eq!(wal.records.load(Ordering::Relaxed), 5);
         let bytes = wal.bytes.load(Ordering::Relaxed);
         assert_eq!(wal.pending_bytes(), bytes);
@@ -436,10 +442,7 @@ mod tests {
 
     #[test]
     fn a_torn_tail_stops_replay_at_the_last_whole_record_and_is_cut_off() {
-        let disk = SimDisk::new();
-        let wal = open(&disk).wal;
-        append(&wal, 1);
-        append(&wal, 2);
+        let (disk, wal) = log_with(2);
         let whole = raw(&disk, 0).len();
         append(&wal, 3);
         drop(wal);
@@ -462,48 +465,50 @@ mod tests {
         }
     }
 
-    #[test]
-    fn damage_followed_by_a_record_that_saw_it_synced_is_not_a_torn_tail() {
-        let disk = SimDisk::new();
-        let wal = open(&disk).wal;
-        append(&wal, 1);
-        let first_end = raw(&disk, 0).len();
-        wal.wait_durable(1).expect("sync");
+    /// Flips bits of byte `at` of log file `file`, as a bad sector would.
+    fn flip(disk: &SimDisk, file: usize, at: usize) {
+        let mut bytes = raw(disk, file);
+        bytes[at] ^= 0x41;
+        disk.write_raw(&dir().join(WAL_FILES[file]), bytes);
+    }
+
+    /// Appends commits 1 and 2 (the second after a sync of the first when
+    /// `synced_between`), damages record 1 and reopens the log.
+    fn reopen_with_record_one_damaged(synced_between: bool) -> Result<WalOpened> {
+        let (disk, wal) = log_with(1);
+        assert!(
+            raw(&disk, 0).len() > FILE_HEADER_LEN + 30,
+            "inside record 1"
+        );
+        if synced_between {
+            wal.wait_durable(1).expect("sync");
+        }
         append(&wal, 2);
         drop(wal);
-        let mut bytes = raw(&disk, 0);
-        bytes[FILE_HEADER_LEN + 30] ^= 0x40;
-        assert!(first_end > FILE_HEADER_LEN + 30);
-        disk.write_raw(&dir().join(WAL_FILES[0]), bytes);
+        flip(&disk, 0, FILE_HEADER_LEN + 30);
+        Wal::open(&disk, dir())
+    }
+
+    #[test]
+    fn damage_followed_by_a_record_that_saw_it_synced_is_not_a_torn_tail() {
         assert!(matches!(
-            Wal::open(&disk, dir()),
+            reopen_with_record_one_damaged(true),
             Err(Error::Wal(WalError::CorruptBeforeTail { .. }))
         ));
     }
 
     #[test]
     fn damage_that_no_later_record_vouches_for_is_a_torn_tail() {
-        let disk = SimDisk::new();
-        let wal = open(&disk).wal;
-        append(&wal, 1);
-        append(&wal, 2);
-        drop(wal);
         // Record 2 was written before commit 1 was known to be synced: both may have
         // been in flight together, so damage to record 1 loses both, as a torn tail.
-        let mut bytes = raw(&disk, 0);
-        bytes[FILE_HEADER_LEN + 30] ^= 0x40;
-        disk.write_raw(&dir().join(WAL_FILES[0]), bytes);
-        let opened = open(&disk);
+        let opened = reopen_with_record_one_damaged(false).expect("open");
         assert!(opened.records.is_empty());
         assert_eq!(opened.torn_tails, 1);
     }
 
     #[test]
     fn one_sync_covers_everything_appended_and_only_synced_records_survive_a_crash() {
-        let disk = SimDisk::new();
-        let wal = open(&disk).wal;
-        append(&wal, 1);
-        append(&wal, 2);
+        let (disk, wal) = log_with(2);
         wal.wait_durable(1).expect("sync");
         assert_eq!(wal.syncs.load(Ordering::Relaxed), 1);
         wal.wait_durable(2).expect("already synced");
@@ -520,9 +525,7 @@ mod tests {
 
     #[test]
     fn a_failed_log_refuses_every_later_commit() {
-        let disk = SimDisk::new();
-        let wal = open(&disk).wal;
-        append(&wal, 1);
+        let (_disk, wal) = log_with(1);
         wal.fail("a test said so".into());
         match wal.wait_durable(1) {
             Err(Error::WritesRefused { reason }) => assert_eq!(reason, "a test said so"),
@@ -532,10 +535,7 @@ mod tests {
 
     #[test]
     fn rotation_switches_files_in_a_new_epoch_and_replay_reads_both_in_order() {
-        let disk = SimDisk::new();
-        let wal = open(&disk).wal;
-        append(&wal, 1);
-        append(&wal, 2);
+        let (disk, wal) = log_with(2);
         assert!(wal.rotate(0).expect("rotate"));
         assert_eq!(wal.pending_bytes(), 0);
         assert_eq!(raw(&disk, 1), encode_header(2), "the other file, emptied");
@@ -561,16 +561,11 @@ mod tests {
 
     #[test]
     fn a_damaged_header_is_rebuilt_from_the_epoch_its_records_prove() {
-        let disk = SimDisk::new();
-        let wal = open(&disk).wal;
-        append(&wal, 1);
-        append(&wal, 2);
+        let (disk, wal) = log_with(2);
         wal.rotate(0).expect("rotate");
         append(&wal, 3);
         drop(wal);
-        let mut bytes = raw(&disk, 0);
-        bytes[3] ^= 0xFF;
-        disk.write_raw(&dir().join(WAL_FILES[0]), bytes);
+        flip(&disk, 0, 3);
         let opened = open(&disk);
         assert_eq!(opened.repaired_headers, 1);
         assert_eq!(seqs(&opened.records), vec![1, 2, 3]);
