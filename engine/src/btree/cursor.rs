@@ -225,10 +225,7 @@ impl Cursor {
     /// Positions at the first entry > `q`.
     pub fn seek_gt(&mut self, q: &[u8]) -> Result<()> {
         self.seek_ge(q)?;
-        if self.valid() && self.key == q {
-            self.advance()?;
-        }
-        Ok(())
+        self.step_past(q, Direction::Forward)
     }
 
     /// Positions at the last entry <= `q`, trying the current leaf first.
@@ -273,10 +270,19 @@ impl Cursor {
     /// Positions at the last entry < `q`.
     pub fn seek_lt(&mut self, q: &[u8]) -> Result<()> {
         self.seek_le(q)?;
-        if self.valid() && self.key == q {
-            self.retreat()?;
+        self.step_past(q, Direction::Backward)
+    }
+
+    /// Moves one entry on in `dir` when the cursor is on `q` itself: what turns an
+    /// inclusive seek into an exclusive one.
+    fn step_past(&mut self, q: &[u8], dir: Direction) -> Result<()> {
+        if !self.valid() || self.key != q {
+            return Ok(());
         }
-        Ok(())
+        match dir {
+            Direction::Forward => self.advance(),
+            Direction::Backward => self.retreat(),
+        }
     }
 
     /// Positions at the first entry.
@@ -500,5 +506,313 @@ impl Cursor {
         self.pool.readahead(start, run)?;
         self.ra_window = (self.ra_window * 2).min(self.ra_max);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::{BTreeMap, HashMap};
+
+    use rand::RngExt as _;
+
+    use super::super::write::tests::{entries, Fixture};
+    use super::*;
+    use crate::btree::{bulk_load, leaf_page_of, prefix_successor, read_value, Mutation};
+    use crate::pool::{Counter, PoolConfig};
+    use crate::test_rng::{key, seeded};
+
+    type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+
+    /// A tree of three levels built by write transactions, with its model.
+    fn tree(seed: u64, n: usize) -> (Fixture, Model) {
+        let mut rng = seeded(seed);
+        let mut fx = Fixture::new(100_000);
+        let model = entries(&mut rng, n);
+        let items: Vec<_> = model.iter().collect();
+        for batch in items.chunks(500) {
+            fx.put_all(batch.iter().copied());
+        }
+        assert!(fx.version.height >= 3);
+        (fx, model)
+    }
+
+    fn cursor(fx: &Fixture, readahead_max_pages: usize) -> Cursor {
+        Cursor::new(
+            fx.pool.clone(),
+            fx.version.clone(),
+            Access::Walk,
+            readahead_max_pages,
+        )
+    }
+
+    /// The cursor's entry, or None when it is not on one.
+    fn at(c: &Cursor) -> Option<(Vec<u8>, Vec<u8>)> {
+        if !c.valid() {
+            assert!(c.key().is_empty() && c.value().is_none());
+            return None;
+        }
+        let mut v = Vec::new();
+        read_value(c.pool(), c.value().expect("a value"), &mut v).expect("value");
+        Some((c.key().to_vec(), v))
+    }
+
+    fn owned(e: Option<(&Vec<u8>, &Vec<u8>)>) -> Option<(Vec<u8>, Vec<u8>)> {
+        e.map(|(k, v)| (k.clone(), v.clone()))
+    }
+
+    #[test]
+    fn an_empty_tree_has_no_entry_to_stand_on() {
+        let fx = Fixture::new(16);
+        let mut c = cursor(&fx, 8);
+        c.seek_first().expect("seek");
+        assert_eq!(at(&c), None);
+        c.seek_last().expect("seek");
+        assert_eq!(at(&c), None);
+        for q in [&b""[..], b"a", b"\xff"] {
+            c.seek_ge(q).expect("seek");
+            assert_eq!(at(&c), None);
+            c.seek_gt(q).expect("seek");
+            assert_eq!(at(&c), None);
+            c.seek_le(q).expect("seek");
+            assert_eq!(at(&c), None);
+            c.seek_lt(q).expect("seek");
+            assert_eq!(at(&c), None);
+        }
+        c.advance().expect("advance");
+        c.retreat().expect("retreat");
+        assert_eq!(at(&c), None);
+    }
+
+    #[test]
+    fn walks_visit_every_entry_in_order_across_every_leaf() {
+        let (fx, model) = tree(11, 3000);
+        let leaves = fx.check().leaf_pages;
+        let mut c = cursor(&fx, 8);
+        let (mut forward, mut entered) = (Vec::new(), Vec::new());
+        c.seek_first().expect("seek");
+        while let Some(e) = at(&c) {
+            let leaf = c.leaf.as_ref().expect("on a leaf").id();
+            if entered.last() != Some(&leaf) {
+                entered.push(leaf);
+            }
+            forward.push(e);
+            c.advance().expect("advance");
+        }
+        assert_eq!(
+            forward,
+            model
+                .iter()
+                .map(|e| owned(Some(e)).expect("e"))
+                .collect::<Vec<_>>()
+        );
+        assert_eq!(entered.len() as u64, leaves, "each leaf entered once");
+        // Past the end the cursor stays off every entry.
+        c.advance().expect("advance");
+        assert_eq!(at(&c), None);
+
+        let mut backward = Vec::new();
+        c.seek_last().expect("seek");
+        while let Some(e) = at(&c) {
+            backward.push(e);
+            c.retreat().expect("retreat");
+        }
+        backward.reverse();
+        assert_eq!(backward, forward);
+    }
+
+    #[test]
+    fn seeks_land_where_the_model_says_and_steps_go_on_from_there() {
+        use std::ops::Bound::{Excluded, Unbounded};
+        let (fx, model) = tree(12, 3000);
+        let keys: Vec<&Vec<u8>> = model.keys().collect();
+        let mut rng = seeded(13);
+        // One cursor for every seek: each starts from where the last one left it.
+        let mut c = cursor(&fx, 8);
+        let mut queries: Vec<Vec<u8>> = vec![b"".to_vec(), b"\0".to_vec(), b"\xff".to_vec()];
+        queries.push(keys[0].clone());
+        queries.push(keys[keys.len() - 1].clone());
+        for _ in 0..600 {
+            let k = keys[rng.random_range(0..keys.len())];
+            queries.push(match rng.random_range(0..4) {
+                0 => k.clone(),
+                1 => k[..rng.random_range(0..k.len())].to_vec(),
+                2 => [k.as_slice(), &key(&mut rng, 3)].concat(),
+                _ => key(&mut rng, 24),
+            });
+        }
+        for q in &queries {
+            let q = q.as_slice();
+            c.seek_ge(q).expect("seek");
+            assert_eq!(at(&c), owned(model.range(q.to_vec()..).next()), "ge {q:?}");
+            let mut after = model.range(q.to_vec()..);
+            after.next();
+            c.advance().expect("advance");
+            assert_eq!(at(&c), owned(after.next()), "after ge {q:?}");
+
+            c.seek_gt(q).expect("seek");
+            let gt = model.range::<[u8], _>((Excluded(q), Unbounded)).next();
+            assert_eq!(at(&c), owned(gt), "gt {q:?}");
+
+            c.seek_le(q).expect("seek");
+            assert_eq!(
+                at(&c),
+                owned(model.range(..=q.to_vec()).next_back()),
+                "le {q:?}"
+            );
+            let mut before = model.range(..=q.to_vec());
+            before.next_back();
+            c.retreat().expect("retreat");
+            assert_eq!(at(&c), owned(before.next_back()), "before le {q:?}");
+
+            c.seek_lt(q).expect("seek");
+            assert_eq!(
+                at(&c),
+                owned(model.range(..q.to_vec()).next_back()),
+                "lt {q:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_prefix_walk_ends_where_the_prefix_does() {
+        let (fx, model) = tree(14, 3000);
+        let mut rng = seeded(15);
+        let mut c = cursor(&fx, 8);
+        for _ in 0..200 {
+            let prefix = key(&mut rng, 3);
+            let want: Vec<&Vec<u8>> = model.keys().filter(|k| k.starts_with(&prefix)).collect();
+            let mut got = Vec::new();
+            c.seek_ge(&prefix).expect("seek");
+            while c.valid() && c.key().starts_with(&prefix) {
+                got.push(c.key().to_vec());
+                c.advance().expect("advance");
+            }
+            assert_eq!(got.iter().collect::<Vec<_>>(), want, "prefix {prefix:?}");
+            // The walk stopped on the first key past the prefix: where its successor is.
+            let next = prefix_successor(&prefix).and_then(|s| model.range(s..).next());
+            assert_eq!(at(&c), owned(next), "prefix {prefix:?}");
+        }
+    }
+
+    #[test]
+    fn a_large_value_is_read_through_the_cursor_pool() {
+        let mut fx = Fixture::new(64);
+        let big: Vec<u8> = (0..20_000u32).map(|i| (i % 253) as u8).collect();
+        fx.commit(|txn| {
+            txn.apply(Mutation::Put(b"a", b"small")).expect("put");
+            txn.apply(Mutation::Put(b"b", &big)).expect("put");
+        });
+        let mut c = cursor(&fx, 8);
+        c.seek_gt(b"a").expect("seek");
+        assert!(matches!(
+            c.value(),
+            Some(ValueCell::Overflow { len: 20_000, .. })
+        ));
+        assert_eq!(at(&c), Some((b"b".to_vec(), big)));
+    }
+
+    /// Bulk-loaded leaves lie on adjacent pages: what readahead needs. Returns the
+    /// fixture, whose pool holds no page yet, the model and the leaf of every key.
+    fn cold_bulk_tree() -> (Fixture, Model, HashMap<Vec<u8>, PageId>) {
+        let mut rng = seeded(16);
+        let mut fx = Fixture::new(100_000);
+        let model = entries(&mut rng, 3000);
+        let loaded = bulk_load(&fx.pool, &mut fx.alloc, 1, &model).expect("bulk load");
+        let probe = BufferPool::new(
+            fx.storage.clone(),
+            fx.pool.geometry(),
+            PoolConfig {
+                capacity_pages: 100_000,
+                scan_io: ScanIo::Paged,
+            },
+        );
+        let root_id = loaded.root.expect("a root");
+        let root = probe.get(root_id, Access::Point).expect("root");
+        let v = Version::new(1, Some(root), loaded.height, loaded.entries);
+        let leaf_of = model
+            .keys()
+            .map(|k| {
+                (
+                    k.clone(),
+                    leaf_page_of(&probe, &v, k).expect("leaf").expect("some"),
+                )
+            })
+            .collect();
+        assert_eq!(fx.pool.occupancy().0, 0, "bulk load bypasses the pool");
+        let root = fx.pool.get(root_id, Access::Point).expect("root");
+        fx.version = Arc::new(Version::new(1, Some(root), loaded.height, loaded.entries));
+        (fx, model, leaf_of)
+    }
+
+    /// Scans keys `lo..=hi` as a range does, with readahead of up to 8 pages; returns how
+    /// many leaves made resident hold only keys above `hi`, and the readahead pages.
+    fn bounded_scan(use_bounds: bool, use_remaining: bool) -> (usize, u64) {
+        let (fx, model, leaf_of) = cold_bulk_tree();
+        let keys: Vec<&Vec<u8>> = model.keys().collect();
+        let (lo, hi) = (keys[keys.len() / 4].clone(), keys[keys.len() / 2].clone());
+        let mut c = cursor(&fx, 8);
+        if use_bounds {
+            c.bounds = Some(ScanBounds {
+                lo: Bound::Included(lo.clone()),
+                hi: Bound::Included(hi.clone()),
+            });
+        }
+        let mut left = model.range(lo.clone()..=hi.clone()).count() as u64;
+        c.seek_ge(&lo).expect("seek");
+        while c.valid() && c.key() <= hi.as_slice() {
+            left -= 1;
+            if use_remaining {
+                c.remaining = Some(left);
+            }
+            c.advance().expect("advance");
+        }
+        assert_eq!(left, 0, "the scan saw every key in range");
+        let mut first_key: HashMap<PageId, &Vec<u8>> = HashMap::new();
+        for (k, &leaf) in &leaf_of {
+            let e = first_key.entry(leaf).or_insert(k);
+            if k < *e {
+                *e = k;
+            }
+        }
+        let beyond = first_key
+            .iter()
+            .filter(|&(&leaf, &first)| first > &hi && fx.pool.is_resident(leaf))
+            .count();
+        (beyond, fx.pool.counters().get(Counter::ReadaheadPages))
+    }
+
+    #[test]
+    fn readahead_stays_within_the_end_bound_and_the_entries_wanted() {
+        // Unbounded, the doubling window reads leaves past the end of the range...
+        let (beyond, readahead) = bounded_scan(false, false);
+        assert!(readahead > 0);
+        assert!(beyond > 1, "{beyond} leaves past the range without bounds");
+        // ...bounded by key or by the count left, at most the one leaf the scan itself
+        // enters to find the first key past its end.
+        let (beyond, readahead) = bounded_scan(true, false);
+        assert!(readahead > 0);
+        assert!(beyond <= 1, "{beyond} leaves past the end bound");
+        let (beyond, readahead) = bounded_scan(false, true);
+        assert!(readahead > 0);
+        assert!(beyond <= 1, "{beyond} leaves past the entries wanted");
+    }
+
+    #[test]
+    fn point_access_and_small_windows_read_no_pages_ahead() {
+        let (fx, model, _) = cold_bulk_tree();
+        for c in [
+            Cursor::new(fx.pool.clone(), fx.version.clone(), Access::Point, 8),
+            cursor(&fx, 1),
+        ] {
+            let mut c = c;
+            c.seek_first().expect("seek");
+            let mut n = 0;
+            while c.valid() {
+                n += 1;
+                c.advance().expect("advance");
+            }
+            assert_eq!(n, model.len());
+        }
+        assert_eq!(fx.pool.counters().get(Counter::ReadaheadPages), 0);
     }
 }

@@ -667,3 +667,430 @@ impl Drop for WriteTxn<'_> {
         }
     }
 }
+
+#[cfg(test)]
+pub(in crate::btree) mod tests {
+    use std::collections::BTreeMap;
+    use std::path::Path;
+
+    use rand::RngExt as _;
+
+    use super::*;
+    use crate::btree::{check_tree, get_value, CheckReport, Version};
+    use crate::frame::Geometry;
+    use crate::pool::{Counter, PoolConfig, ScanIo};
+    use crate::storage::{SimDisk, Storage, StorageOpener as _};
+    use crate::test_rng::{key, seeded, Rng};
+
+    /// Page size of the fixture's file.
+    pub(in crate::btree) const PAGE: usize = 4096;
+
+    /// A tree over a simulated file, changed through `WriteTxn` and published as `Tree`
+    /// does (root pinned), except that no freed page is ever reclaimed: every version
+    /// committed stays readable.
+    pub(in crate::btree) struct Fixture {
+        pub(in crate::btree) pool: Arc<BufferPool>,
+        pub(in crate::btree) alloc: Allocator,
+        pub(in crate::btree) version: Arc<Version>,
+        pub(in crate::btree) storage: Arc<dyn Storage>,
+    }
+
+    impl Fixture {
+        /// An empty tree under a pool of `capacity_pages`.
+        pub(in crate::btree) fn new(capacity_pages: usize) -> Self {
+            let storage = SimDisk::new()
+                .open(Path::new("/sim/data"), true)
+                .expect("open the simulated file");
+            let geo = Geometry::new(PAGE as u32, 8 * PAGE as u32).expect("geometry");
+            let cfg = PoolConfig {
+                capacity_pages,
+                scan_io: ScanIo::Paged,
+            };
+            Fixture {
+                pool: Arc::new(BufferPool::new(storage.clone(), geo, cfg)),
+                alloc: Allocator::new(geo, 0, []),
+                version: Arc::new(Version::empty(0)),
+                storage,
+            }
+        }
+
+        /// Runs `f` in the next write transaction, commits it and makes the result the
+        /// current version.
+        pub(in crate::btree) fn commit<R>(
+            &mut self,
+            f: impl FnOnce(&mut WriteTxn<'_>) -> R,
+        ) -> (Arc<Version>, R) {
+            let cur = self.version.clone();
+            let seq = cur.seq + 1;
+            let root = cur.root.as_ref().map(|p| p.id());
+            let mut txn = WriteTxn::new(
+                &self.pool,
+                &mut self.alloc,
+                seq,
+                root,
+                cur.height,
+                cur.entries,
+            );
+            let r = f(&mut txn);
+            let c = txn.commit().expect("commit");
+            if let Some(p) = &c.root {
+                self.pool.set_pinned(p, true);
+            }
+            if let Some(old) = &cur.root {
+                if c.root.as_ref().map(|p| p.id()) != Some(old.id()) {
+                    self.pool.set_pinned(old, false);
+                }
+            }
+            self.version = Arc::new(Version::new(seq, c.root, c.height, c.entries));
+            (self.version.clone(), r)
+        }
+
+        /// Puts every entry of `items` in one commit.
+        pub(in crate::btree) fn put_all<'i>(
+            &mut self,
+            items: impl IntoIterator<Item = (&'i Vec<u8>, &'i Vec<u8>)>,
+        ) -> Arc<Version> {
+            self.commit(|txn| {
+                for (k, v) in items {
+                    txn.apply(Mutation::Put(k, v)).expect("put");
+                }
+            })
+            .0
+        }
+
+        /// The value of `key` in version `v`.
+        pub(in crate::btree) fn get(&self, v: &Version, key: &[u8]) -> Option<Vec<u8>> {
+            get_value(&self.pool, v, key, <[u8]>::to_vec).expect("get")
+        }
+
+        /// The integrity check of the current version.
+        pub(in crate::btree) fn check(&self) -> CheckReport {
+            check_tree(&self.pool, &self.version, &self.alloc.not_live()).expect("check")
+        }
+    }
+
+    /// `n` distinct random keys with values of 150 to 250 bytes: about 18 entries a leaf,
+    /// so a few thousand make a tree of three levels.
+    pub(in crate::btree) fn entries(rng: &mut Rng, n: usize) -> BTreeMap<Vec<u8>, Vec<u8>> {
+        let mut out = BTreeMap::new();
+        while out.len() < n {
+            let k = key(rng, 24);
+            let v = vec![k[0]; rng.random_range(150..250)];
+            out.insert(k, v);
+        }
+        out
+    }
+
+    fn assert_reads(fx: &Fixture, v: &Version, model: &BTreeMap<Vec<u8>, Vec<u8>>) {
+        assert_eq!(v.entries, model.len() as u64);
+        for (k, val) in model {
+            assert_eq!(fx.get(v, k).as_ref(), Some(val), "key {k:?}");
+        }
+    }
+
+    #[test]
+    fn puts_split_leaves_and_inner_pages_and_every_entry_reads_back() {
+        let mut rng = seeded(1);
+        let mut fx = Fixture::new(100_000);
+        let mut model = BTreeMap::new();
+        let all = entries(&mut rng, 4000);
+        let items: Vec<_> = all.iter().collect();
+        for batch in items.chunks(1000) {
+            fx.put_all(batch.iter().copied());
+            model.extend(batch.iter().map(|&(k, v)| (k.clone(), v.clone())));
+            let report = fx.check();
+            assert_eq!(report.entries, model.len() as u64);
+        }
+        let v = fx.version.clone();
+        assert!(v.height >= 3, "height {}", v.height);
+        let report = fx.check();
+        assert!(report.inner_pages >= 3, "{report:?}");
+        assert!(report.leaf_pages >= 4000 / 40, "{report:?}");
+        assert_eq!(report.overflow_pages, 0);
+        assert_reads(&fx, &v, &model);
+        assert_eq!(fx.get(&v, b"not/a/key/of/the/alphabet/x"), None);
+    }
+
+    #[test]
+    fn deletes_merge_underfull_pages_and_collapse_the_root() {
+        let mut rng = seeded(2);
+        let mut fx = Fixture::new(100_000);
+        let mut model = entries(&mut rng, 3000);
+        fx.put_all(&model);
+        let before = fx.check();
+        let before_height = fx.version.height;
+        assert!(before_height >= 3);
+        // Delete nine keys in ten, in no particular order.
+        let mut doomed: Vec<Vec<u8>> = model
+            .keys()
+            .filter(|_| rng.random_range(0..10) != 0)
+            .cloned()
+            .collect();
+        for i in (1..doomed.len()).rev() {
+            doomed.swap(i, rng.random_range(0..=i));
+        }
+        fx.commit(|txn| {
+            for k in &doomed {
+                assert!(txn.apply(Mutation::Delete(k)).expect("delete"));
+            }
+        });
+        for k in &doomed {
+            model.remove(k);
+        }
+        let after = fx.check();
+        assert_eq!(after.entries, model.len() as u64);
+        // Without merging, most leaves would keep one or two entries each (seed 2: 167
+        // leaves before, 40 after).
+        assert!(
+            after.leaf_pages * 3 < before.leaf_pages,
+            "{} leaves before, {} after",
+            before.leaf_pages,
+            after.leaf_pages
+        );
+        // Inner pages merged too, and the root with one child left gave way to it (seed 2:
+        // three inner pages and three levels before, one and two after).
+        assert!(
+            after.inner_pages < before.inner_pages,
+            "{before:?} {after:?}"
+        );
+        assert!(fx.version.height < before_height);
+        let v = fx.version.clone();
+        assert_reads(&fx, &v, &model);
+        // All but one key gone: a lone leaf at the root; then nothing at all.
+        let keys: Vec<Vec<u8>> = model.keys().cloned().collect();
+        let (v, _) = fx.commit(|txn| {
+            for k in &keys[1..] {
+                txn.apply(Mutation::Delete(k)).expect("delete");
+            }
+        });
+        assert_eq!((v.height, v.entries), (1, 1));
+        assert_eq!(fx.check().leaf_pages, 1);
+        let (v, missing) = fx.commit(|txn| {
+            txn.apply(Mutation::Delete(&keys[0])).expect("delete");
+            txn.apply(Mutation::Delete(&keys[0])).expect("delete again")
+        });
+        assert!(!missing, "a delete of a missing key changes nothing");
+        assert!(v.root.is_none());
+        assert_eq!((v.height, v.entries), (0, 0));
+        assert_eq!(fx.check(), CheckReport::default());
+    }
+
+    #[test]
+    fn random_puts_and_deletes_agree_with_a_model() {
+        let mut rng = seeded(3);
+        let mut fx = Fixture::new(100_000);
+        let mut model = BTreeMap::new();
+        for _ in 0..12 {
+            let ops: Vec<(Vec<u8>, Option<Vec<u8>>)> = (0..300)
+                .map(|_| {
+                    let k = key(&mut rng, 12);
+                    let v = match rng.random_range(0..10) {
+                        0..=2 => None,
+                        3 => Some(vec![b'x'; rng.random_range(1500..9000)]),
+                        _ => Some(vec![k[0]; rng.random_range(0..300)]),
+                    };
+                    (k, v)
+                })
+                .collect();
+            let (_, changed) = fx.commit(|txn| {
+                ops.iter()
+                    .map(|(k, v)| match v {
+                        Some(v) => txn.apply(Mutation::Put(k, v)).expect("put"),
+                        None => txn.apply(Mutation::Delete(k)).expect("delete"),
+                    })
+                    .collect::<Vec<bool>>()
+            });
+            for ((k, v), changed) in ops.into_iter().zip(changed) {
+                match v {
+                    Some(v) => {
+                        assert!(changed);
+                        model.insert(k, v);
+                    }
+                    None => assert_eq!(changed, model.remove(&k).is_some()),
+                }
+            }
+            let report = fx.check();
+            assert_eq!(report.entries, model.len() as u64);
+            let v = fx.version.clone();
+            assert_reads(&fx, &v, &model);
+        }
+        assert!(fx.check().overflow_pages > 0);
+    }
+
+    #[test]
+    fn the_first_change_copies_a_shared_page_and_later_ones_change_the_copy() {
+        let mut fx = Fixture::new(1000);
+        let (v1, _) = fx.commit(|txn| {
+            txn.apply(Mutation::Put(b"a", b"1")).expect("put");
+            txn.apply(Mutation::Put(b"b", b"2")).expect("put");
+        });
+        let leaf = v1.root.as_ref().expect("root").id();
+        let (v2, ()) = fx.commit(|txn| {
+            txn.apply(Mutation::Put(b"b", b"3"))
+                .expect("same-length overwrite");
+            txn.apply(Mutation::Put(b"c", b"44")).expect("put");
+            txn.apply(Mutation::Delete(b"a")).expect("delete");
+            let freed: Vec<(PageId, u64, u64)> = txn
+                .frees
+                .iter()
+                .map(|f| (f.first, f.len, f.created))
+                .collect();
+            assert_eq!(freed, vec![(leaf, 1, 1)], "the old leaf is freed once");
+            assert_eq!(txn.pages.len(), 1, "one private copy, changed in place");
+            assert_eq!(txn.get(b"b").expect("get"), Some(b"3".to_vec()));
+            assert_eq!(txn.get(b"a").expect("get"), None);
+        });
+        let new_leaf = v2.root.as_ref().expect("root").id();
+        assert_ne!(new_leaf, leaf);
+        assert_eq!(v2.root.as_ref().expect("root").txn(), 2);
+        assert_eq!(
+            fx.alloc.not_live()(leaf),
+            Some("freed by an earlier commit")
+        );
+        // The old version still reads as it was committed.
+        assert_eq!(fx.get(&v1, b"a"), Some(b"1".to_vec()));
+        assert_eq!(fx.get(&v1, b"b"), Some(b"2".to_vec()));
+        assert_eq!(fx.get(&v1, b"c"), None);
+        assert_eq!(fx.get(&v2, b"a"), None);
+        assert_eq!(fx.get(&v2, b"b"), Some(b"3".to_vec()));
+        assert_eq!(fx.get(&v2, b"c"), Some(b"44".to_vec()));
+        assert_eq!((v1.seq, v1.entries, v2.seq, v2.entries), (1, 2, 2, 2));
+    }
+
+    #[test]
+    fn a_large_value_takes_an_overflow_run_that_is_freed_with_it() {
+        let mut fx = Fixture::new(1000);
+        let big: Vec<u8> = (0..10_000u32).map(|i| (i % 251) as u8).collect();
+        let bigger = vec![9u8; 13_000];
+        let (free_at_start, pages_at_start) = (fx.alloc.free_pages(), fx.alloc.page_count());
+        let (v1, first) = fx.commit(|txn| {
+            txn.apply(Mutation::Put(b"k", &big)).expect("put");
+            assert_eq!(txn.get(b"k").expect("get"), Some(big.clone()));
+            let replaced = *txn.runs.keys().next().expect("a run");
+            // Replaced in the same transaction: the first run was never committed and
+            // goes straight back to the free space.
+            txn.apply(Mutation::Put(b"k", &bigger)).expect("put");
+            assert!(!txn.runs.contains_key(&replaced));
+            assert_eq!(txn.runs.values().copied().collect::<Vec<_>>(), vec![4]);
+            assert!(txn.frees.is_empty());
+            *txn.runs.keys().next().expect("a run")
+        });
+        // One leaf and the four pages of the second run are in use; the file grew by
+        // whole frames of free pages to find four contiguous ones.
+        let grown = fx.alloc.page_count() - pages_at_start;
+        assert_eq!(fx.alloc.free_pages(), free_at_start + grown - 5);
+        assert_eq!(fx.check().overflow_pages, 4);
+        assert_eq!(fx.get(&v1, b"k"), Some(bigger.clone()));
+        let leaf = v1.root.as_ref().expect("root").id();
+        fx.commit(|txn| {
+            txn.apply(Mutation::Put(b"j", b"small")).expect("put");
+            txn.apply(Mutation::Delete(b"k")).expect("delete");
+            let mut freed: Vec<(PageId, u64, u64)> = txn
+                .frees
+                .iter()
+                .map(|f| (f.first, f.len, f.created))
+                .collect();
+            freed.sort_unstable();
+            // The run's creator is not known from the leaf: 0, as if durable.
+            let mut want = vec![(leaf, 1, 1), (first, 4, 0)];
+            want.sort_unstable();
+            assert_eq!(freed, want);
+        });
+        assert_eq!(fx.check().overflow_pages, 0);
+        // Nothing was reclaimed: the first version still reads its value.
+        assert_eq!(fx.get(&v1, b"k"), Some(bigger));
+    }
+
+    #[test]
+    fn a_dropped_transaction_gives_back_every_page_it_took() {
+        let mut rng = seeded(4);
+        let mut fx = Fixture::new(100_000);
+        let model = entries(&mut rng, 500);
+        fx.put_all(&model);
+        let (free, pages) = (fx.alloc.free_pages(), fx.alloc.page_count());
+        let extents = fx.alloc.extents_for_checkpoint();
+        let more = entries(&mut rng, 2000);
+        {
+            let cur = fx.version.clone();
+            let mut txn = WriteTxn::new(
+                &fx.pool,
+                &mut fx.alloc,
+                cur.seq + 1,
+                cur.root.as_ref().map(|p| p.id()),
+                cur.height,
+                cur.entries,
+            );
+            for (k, v) in &more {
+                txn.apply(Mutation::Put(k, v)).expect("put");
+            }
+            txn.apply(Mutation::Put(b"big", &[1u8; 20_000]))
+                .expect("put");
+            assert!(!txn.is_empty());
+        }
+        // The file may have grown; every page of the growth is free, nothing else changed.
+        let grown = fx.alloc.page_count() - pages;
+        assert_eq!(fx.alloc.free_pages(), free + grown);
+        let mut want = extents;
+        if grown > 0 {
+            match want.last_mut() {
+                Some((s, l)) if *s + *l == pages => *l += grown,
+                _ => want.push((pages, grown)),
+            }
+        }
+        assert_eq!(fx.alloc.extents_for_checkpoint(), want);
+        let v = fx.version.clone();
+        assert_reads(&fx, &v, &model);
+        assert_eq!(fx.get(&v, b"big"), None);
+    }
+
+    #[test]
+    fn the_log_payload_holds_every_mutation_applied() {
+        let mut fx = Fixture::new(1000);
+        let cur = fx.version.clone();
+        let txn = WriteTxn::new(&fx.pool, &mut fx.alloc, 1, None, 0, 0);
+        assert!(txn.log_payload().is_none(), "not logging");
+        drop(txn);
+        let mut txn = WriteTxn::new(&fx.pool, &mut fx.alloc, cur.seq + 1, None, 0, 0).with_log();
+        assert!(txn.apply(Mutation::Put(b"a", b"1")).expect("put"));
+        assert!(!txn.apply(Mutation::Delete(b"zz")).expect("missing delete"));
+        assert!(txn.apply(Mutation::Put(b"b", b"22")).expect("put"));
+        let mut want = Vec::new();
+        crate::wal::encode_ops(&mut want, b"a", Some(b"1"));
+        crate::wal::encode_ops(&mut want, b"zz", None);
+        crate::wal::encode_ops(&mut want, b"b", Some(b"22"));
+        assert_eq!(txn.log_payload(), Some((3, want.as_slice())));
+    }
+
+    #[test]
+    fn commits_under_a_tiny_pool_write_evicted_pages_back_and_read_them_again() {
+        let mut rng = seeded(5);
+        let mut fx = Fixture::new(8);
+        let model = entries(&mut rng, 1500);
+        let items: Vec<_> = model.iter().collect();
+        for batch in items.chunks(300) {
+            fx.put_all(batch.iter().copied());
+        }
+        assert!(fx.pool.occupancy().0 <= 8);
+        assert!(fx.pool.counters().get(Counter::DirtyWritebacks) > 0);
+        assert!(fx.pool.counters().get(Counter::PageMisses) > 0);
+        let report = fx.check();
+        assert_eq!(report.entries, 1500);
+        let v = fx.version.clone();
+        assert_reads(&fx, &v, &model);
+        // What the pool wrote back plus one flush is the whole tree on disk.
+        fx.pool.flush_dirty().expect("flush");
+        let geo = fx.pool.geometry();
+        let cfg = PoolConfig {
+            capacity_pages: 64,
+            scan_io: ScanIo::Paged,
+        };
+        let cold = BufferPool::new(fx.storage.clone(), geo, cfg);
+        let root = v.root.as_ref().expect("root").id();
+        let root = cold.get(root, Access::Point).expect("root from disk");
+        let again = Version::new(v.seq, Some(root), v.height, v.entries);
+        for (k, val) in &model {
+            let got = get_value(&cold, &again, k, <[u8]>::to_vec).expect("get");
+            assert_eq!(got.as_ref(), Some(val));
+        }
+    }
+}

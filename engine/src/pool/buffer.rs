@@ -317,12 +317,8 @@ impl BufferPool {
         if n == 0 {
             return Ok(0);
         }
-        self.check_id(first)?;
+        let buf = self.read_pages(first, n)?;
         let ps = self.geo.page_bytes();
-        let mut buf = vec![0u8; n * ps];
-        self.storage.read_at(&mut buf, self.geo.offset(first))?;
-        self.counters.add(Counter::BytesRead, buf.len() as u64);
-        self.counters.add(Counter::PagesRead, n as u64);
         let mut added = 0;
         for (j, chunk) in buf.chunks_exact(ps).enumerate() {
             let pid = first + j as u64;
@@ -337,6 +333,17 @@ impl BufferPool {
         }
         self.counters.add(Counter::ReadaheadPages, added as u64);
         Ok(added)
+    }
+
+    /// Reads `n` contiguous pages from `first` in one request, bypassing the cache, and
+    /// counts the bytes and pages read (readahead and overflow runs).
+    fn read_pages(&self, first: PageId, n: usize) -> Result<Vec<u8>> {
+        self.check_id(first)?;
+        let mut buf = vec![0u8; n * self.geo.page_bytes()];
+        self.storage.read_at(&mut buf, self.geo.offset(first))?;
+        self.counters.add(Counter::BytesRead, buf.len() as u64);
+        self.counters.add(Counter::PagesRead, n as u64);
+        Ok(buf)
     }
 
     /// Makes `page` resident unless another thread was first; evicts to stay in budget.
@@ -564,12 +571,8 @@ impl BufferPool {
 
     /// Reads and verifies `n` contiguous pages of `kind` from `first`, bypassing the cache.
     pub fn read_run(&self, first: PageId, n: usize, kind: PageKind) -> Result<Vec<u8>> {
-        self.check_id(first)?;
+        let buf = self.read_pages(first, n)?;
         let ps = self.geo.page_bytes();
-        let mut buf = vec![0u8; n * ps];
-        self.storage.read_at(&mut buf, self.geo.offset(first))?;
-        self.counters.add(Counter::BytesRead, buf.len() as u64);
-        self.counters.add(Counter::PagesRead, n as u64);
         for (j, chunk) in buf.chunks_exact(ps).enumerate() {
             let pid = first + j as u64;
             let h = verify(chunk, pid, self.path())?;
@@ -593,5 +596,303 @@ impl BufferPool {
             self.storage.set_len(want)?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+pub(super) mod tests {
+    use super::*;
+    use crate::page::{encode_overflow_run, HEADER_LEN};
+    use crate::storage::{SimDisk, StorageOpener as _};
+
+    /// Page size of the test pools.
+    const PAGE: usize = 4096;
+
+    /// A sealed one-page image for place `id`. An overflow page verifies without a tree
+    /// around it and is queued by the evictor as a leaf is (only inner pages differ).
+    pub(in crate::pool) fn image(id: PageId, txn: u64) -> Vec<u8> {
+        encode_overflow_run(&[id as u8; 100], id, txn, PAGE)
+    }
+
+    /// A pool of `capacity` pages over a simulated file whose places 2..2 + `pages` hold
+    /// images written by commit 1 (frames of 8 pages).
+    pub(in crate::pool) fn pool_over(
+        pages: u64,
+        capacity: usize,
+        scan_io: ScanIo,
+    ) -> (BufferPool, Arc<dyn Storage>) {
+        let storage = SimDisk::new()
+            .open(Path::new("/sim/data"), true)
+            .expect("open the simulated file");
+        let geo = Geometry::new(PAGE as u32, 8 * PAGE as u32).expect("geometry");
+        let mut bytes = vec![0u8; 2 * PAGE];
+        for id in 2..2 + pages {
+            bytes.extend(image(id, 1));
+        }
+        storage.write_at(&bytes, 0).expect("write the images");
+        let cfg = PoolConfig {
+            capacity_pages: capacity,
+            scan_io,
+        };
+        (BufferPool::new(storage.clone(), geo, cfg), storage)
+    }
+
+    fn on_disk(storage: &Arc<dyn Storage>, id: PageId) -> Vec<u8> {
+        let mut buf = vec![0u8; PAGE];
+        storage
+            .read_at(&mut buf, id * PAGE as u64)
+            .expect("read a page back");
+        buf
+    }
+
+    /// Flips one payload byte of the image at `id` on disk; its header stays readable.
+    fn damage(storage: &Arc<dyn Storage>, id: PageId) {
+        let mut buf = on_disk(storage, id);
+        buf[HEADER_LEN + 10] ^= 0xFF;
+        storage
+            .write_at(&buf, id * PAGE as u64)
+            .expect("damage a page");
+    }
+
+    fn count(pool: &BufferPool, c: Counter) -> u64 {
+        pool.counters().get(c)
+    }
+
+    #[test]
+    fn a_page_read_once_is_cached_and_every_access_is_counted() {
+        let (pool, _) = pool_over(8, 16, ScanIo::Paged);
+        let first = pool.get(4, Access::Point).expect("miss");
+        assert_eq!(first.bytes(), image(4, 1).as_slice());
+        assert_eq!(
+            (first.id(), first.kind(), first.txn()),
+            (4, PageKind::Overflow, 1)
+        );
+        assert!(pool.is_resident(4) && !pool.is_resident(5));
+        let again = pool.get(4, Access::Walk).expect("hit");
+        assert!(
+            Arc::ptr_eq(&first, &again),
+            "a hit hands back the cached image"
+        );
+        assert_eq!(count(&pool, Counter::PageMisses), 1);
+        assert_eq!(count(&pool, Counter::PageHits), 1);
+        assert_eq!(count(&pool, Counter::PagesRead), 1);
+        assert_eq!(count(&pool, Counter::BytesRead), PAGE as u64);
+        assert_eq!(pool.occupancy(), (1, 16));
+    }
+
+    #[test]
+    fn superblock_places_and_damaged_images_are_refused_and_not_cached() {
+        let (pool, storage) = pool_over(8, 16, ScanIo::Paged);
+        for id in [0, 1, MAX_PAGES] {
+            assert!(matches!(
+                pool.get(id, Access::Point),
+                Err(Error::Page(PageError::Malformed { .. }))
+            ));
+        }
+        damage(&storage, 6);
+        assert!(matches!(
+            pool.get(6, Access::Point),
+            Err(Error::Page(PageError::ChecksumMismatch { page: 6, .. }))
+        ));
+        assert!(!pool.is_resident(6));
+        assert!(!pool.table.is_known_good(6));
+        assert_eq!(pool.occupancy().0, 0);
+    }
+
+    #[test]
+    fn an_image_verified_once_is_only_parsed_until_its_place_is_discarded() {
+        let (pool, storage) = pool_over(8, 2, ScanIo::Paged);
+        pool.get(2, Access::Point).expect("first read verifies");
+        assert!(pool.table.is_known_good(2));
+        // Two more pages in a pool of two evict page 2 (never re-referenced, small queue).
+        pool.get(3, Access::Point).expect("read");
+        pool.get(4, Access::Point).expect("read");
+        assert!(!pool.is_resident(2));
+        assert!(pool.table.is_known_good(2), "eviction keeps the mark");
+        // The bytes on disk change behind the pool's back: the mark says they were
+        // verified, so the second read does not checksum them again.
+        damage(&storage, 2);
+        let p = pool.get(2, Access::Point).expect("known good: parsed only");
+        assert_ne!(p.bytes(), image(2, 1).as_slice());
+        drop(p);
+        // A discard clears the mark: the next read verifies and refuses the same bytes.
+        pool.discard(2);
+        assert!(!pool.table.is_known_good(2));
+        assert!(matches!(
+            pool.get(2, Access::Point),
+            Err(Error::Page(PageError::ChecksumMismatch { page: 2, .. }))
+        ));
+    }
+
+    #[test]
+    fn an_installed_page_is_dirty_until_one_flush_writes_it() {
+        let (pool, storage) = pool_over(0, 16, ScanIo::Paged);
+        let mut img = image(5, 2);
+        img[0..4].fill(0); // install seals it
+        let p = pool.install(img).expect("install");
+        assert!(p.is_dirty() && pool.is_resident(5));
+        assert_eq!(p.bytes(), image(5, 2).as_slice(), "sealed on install");
+        assert!(
+            storage.len().expect("len") < 6 * PAGE as u64,
+            "not written yet"
+        );
+        let hit = pool.get(5, Access::Point).expect("resident");
+        assert!(Arc::ptr_eq(&p, &hit));
+        assert_eq!(count(&pool, Counter::PagesRead), 0);
+
+        assert_eq!(pool.flush_dirty().expect("flush"), 1);
+        assert!(!p.is_dirty());
+        assert_eq!(on_disk(&storage, 5), image(5, 2));
+        assert!(pool.table.is_known_good(5), "written by this process");
+        assert_eq!(count(&pool, Counter::PagesWritten), 1);
+        assert_eq!(count(&pool, Counter::BytesWritten), PAGE as u64);
+        assert_eq!(pool.flush_dirty().expect("second flush"), 0);
+        assert_eq!(count(&pool, Counter::PagesWritten), 1);
+    }
+
+    #[test]
+    fn a_replacement_image_takes_the_place_of_the_resident_one() {
+        let (pool, storage) = pool_over(8, 16, ScanIo::Paged);
+        let old = pool.get(3, Access::Point).expect("read");
+        let new = pool.install(image(3, 9)).expect("install");
+        assert_eq!(pool.occupancy().0, 1);
+        let now = pool.get(3, Access::Point).expect("hit");
+        assert!(Arc::ptr_eq(&now, &new) && !Arc::ptr_eq(&now, &old));
+        assert_eq!(now.txn(), 9);
+        assert_eq!(pool.flush_dirty().expect("flush"), 1);
+        assert_eq!(on_disk(&storage, 3), image(3, 9));
+    }
+
+    #[test]
+    fn a_discarded_dirty_page_is_never_written() {
+        let (pool, storage) = pool_over(0, 16, ScanIo::Paged);
+        let held = pool.install(image(7, 3)).expect("install");
+        pool.discard(7);
+        assert!(!pool.is_resident(7));
+        assert_eq!(pool.occupancy().0, 0);
+        assert!(!held.is_dirty(), "a holder finds the discarded image clean");
+        assert_eq!(pool.flush_dirty().expect("flush"), 0);
+        assert!(storage.len().expect("len") <= 7 * PAGE as u64);
+        assert_eq!(count(&pool, Counter::PagesWritten), 0);
+    }
+
+    #[test]
+    fn a_tiny_budget_evicts_and_writes_dirty_pages_back_first() {
+        let (pool, storage) = pool_over(0, 4, ScanIo::Paged);
+        for id in 2..14 {
+            pool.install(image(id, 4)).expect("install");
+            assert!(pool.occupancy().0 <= 4, "within budget after page {id}");
+        }
+        let resident = (2..14).filter(|&id| pool.is_resident(id)).count() as u64;
+        assert_eq!(resident, 4);
+        let evicted = count(&pool, Counter::Evictions);
+        assert_eq!(evicted, 12 - resident);
+        // Every evicted page was dirty: each one was written back before it left.
+        assert_eq!(count(&pool, Counter::DirtyWritebacks), evicted);
+        for id in (2..14).filter(|&id| !pool.is_resident(id)) {
+            assert_eq!(on_disk(&storage, id), image(id, 4), "page {id}");
+        }
+        assert_eq!(pool.flush_dirty().expect("flush"), resident);
+        assert_eq!(count(&pool, Counter::PagesWritten), 12);
+        for id in 2..14 {
+            assert_eq!(on_disk(&storage, id), image(id, 4), "page {id}");
+        }
+        // Read back in a fresh pool of the same file: nothing was lost.
+        let geo = pool.geometry();
+        let cfg = PoolConfig {
+            capacity_pages: 64,
+            scan_io: ScanIo::Paged,
+        };
+        let fresh = BufferPool::new(storage.clone(), geo, cfg);
+        for id in 2..14 {
+            let p = fresh.get(id, Access::Point).expect("read back");
+            assert_eq!(p.bytes(), image(id, 4).as_slice());
+        }
+    }
+
+    #[test]
+    fn a_pinned_page_outlives_any_number_of_misses() {
+        let (pool, _) = pool_over(40, 4, ScanIo::Paged);
+        let root = pool.get(2, Access::Point).expect("read");
+        pool.set_pinned(&root, true);
+        for id in 3..42 {
+            pool.get(id, Access::Walk).expect("read");
+        }
+        assert!(pool.is_resident(2));
+        assert!(pool.occupancy().0 <= 4);
+        assert_eq!(count(&pool, Counter::Evictions), 40 - 4);
+    }
+
+    #[test]
+    fn readahead_reads_a_run_in_one_request_and_caches_what_was_missing() {
+        let (pool, storage) = pool_over(16, 64, ScanIo::Paged);
+        pool.get(5, Access::Point).expect("read");
+        assert_eq!(pool.readahead(4, 4).expect("readahead"), 3);
+        assert_eq!(pool.readahead(4, 0).expect("nothing"), 0);
+        assert_eq!(count(&pool, Counter::PagesRead), 1 + 4);
+        assert_eq!(count(&pool, Counter::BytesRead), 5 * PAGE as u64);
+        assert_eq!(count(&pool, Counter::ReadaheadPages), 3);
+        for id in [4, 6, 7] {
+            pool.get(id, Access::Point).expect("hit");
+        }
+        assert_eq!(count(&pool, Counter::PageHits), 3);
+        assert_eq!(count(&pool, Counter::PageMisses), 1);
+        // A damaged page in the run is left out; its error surfaces when it is asked for.
+        damage(&storage, 9);
+        assert_eq!(pool.readahead(8, 3).expect("readahead"), 2);
+        assert!(pool.is_resident(8) && !pool.is_resident(9) && pool.is_resident(10));
+        assert!(pool.get(9, Access::Point).is_err());
+    }
+
+    #[test]
+    fn whole_frame_reads_serve_walks_only() {
+        let (pool, _) = pool_over(14, 64, ScanIo::FullFrame);
+        pool.get(3, Access::Point).expect("point read");
+        assert_eq!(count(&pool, Counter::FullFrameReads), 0);
+        assert_eq!(count(&pool, Counter::PagesRead), 1);
+        let p = pool.get(10, Access::Walk).expect("walk read");
+        assert_eq!(p.id(), 10);
+        assert_eq!(count(&pool, Counter::FullFrameReads), 1);
+        assert_eq!(count(&pool, Counter::PagesRead), 1 + 8);
+        assert_eq!(count(&pool, Counter::BytesRead), 9 * PAGE as u64);
+        // Only tree pages of the frame are kept beside the one asked for.
+        assert!(pool.is_resident(10) && !pool.is_resident(11));
+        assert_eq!(lock(&pool.evictor).frames.len(), 1);
+    }
+
+    #[test]
+    fn runs_bypass_the_cache_and_are_checked_for_their_kind() {
+        let (pool, storage) = pool_over(0, 16, ScanIo::Paged);
+        let run = encode_overflow_run(&[7u8; 3 * PAGE], 20, 5, PAGE);
+        let pages = (run.len() / PAGE) as u64;
+        pool.write_run(20, &run).expect("write run");
+        assert!(!pool.is_resident(20));
+        assert_eq!(count(&pool, Counter::PagesWritten), pages);
+        assert_eq!(on_disk(&storage, 21), run[PAGE..2 * PAGE]);
+        let back = pool
+            .read_run(20, pages as usize, PageKind::Overflow)
+            .expect("read run");
+        assert_eq!(back, run);
+        assert_eq!(count(&pool, Counter::PagesRead), pages);
+        assert!(matches!(
+            pool.read_run(20, pages as usize, PageKind::Leaf),
+            Err(Error::Page(PageError::UnexpectedKind { page: 20, .. }))
+        ));
+        assert!(
+            pool.write_run(1, &run).is_err(),
+            "the superblocks are not a run's"
+        );
+    }
+
+    #[test]
+    fn the_integrity_check_compares_a_clean_image_with_the_disk() {
+        let (pool, storage) = pool_over(8, 16, ScanIo::Paged);
+        let p = pool.get(3, Access::Point).expect("read");
+        pool.check_on_disk(&p).expect("same bytes");
+        damage(&storage, 3);
+        assert!(pool.check_on_disk(&p).is_err());
+        let dirty = pool.install(image(4, 8)).expect("install");
+        pool.check_on_disk(&dirty)
+            .expect("a dirty image is not compared");
     }
 }

@@ -159,3 +159,53 @@ impl Metrics {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counters_add_up_across_threads_and_stripes() {
+        let counters = Counters::new();
+        std::thread::scope(|s| {
+            for _ in 0..STRIPES + 3 {
+                s.spawn(|| {
+                    for _ in 0..100 {
+                        counters.add(Counter::PageHits, 1);
+                    }
+                    counters.add(Counter::BytesRead, 4096);
+                });
+            }
+        });
+        let threads = (STRIPES + 3) as u64;
+        assert_eq!(counters.get(Counter::PageHits), 100 * threads);
+        assert_eq!(counters.get(Counter::BytesRead), 4096 * threads);
+        assert_eq!(counters.get(Counter::PageMisses), 0);
+    }
+
+    #[test]
+    fn since_subtracts_the_counters_and_keeps_the_sizes() {
+        let earlier = Metrics {
+            bm_read_page_hits: 10,
+            bm_pages_read: 4,
+            bm_dirty_writebacks: 1,
+            resident_pages: 7,
+            entries: 100,
+            ..Metrics::default()
+        };
+        let now = Metrics {
+            bm_read_page_hits: 25,
+            bm_pages_read: 9,
+            bm_dirty_writebacks: 1,
+            resident_pages: 3,
+            entries: 120,
+            ..Metrics::default()
+        };
+        let d = now.since(&earlier);
+        assert_eq!(
+            (d.bm_read_page_hits, d.bm_pages_read, d.bm_dirty_writebacks),
+            (15, 5, 0)
+        );
+        assert_eq!((d.resident_pages, d.entries), (3, 120));
+    }
+}

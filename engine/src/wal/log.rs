@@ -359,3 +359,216 @@ impl Wal {
         lock(&self.state).bytes
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::storage::SimDisk;
+    use crate::wal::encode_ops;
+
+    fn dir() -> &'static Path {
+        Path::new("/sim/tree")
+    }
+
+    fn open(disk: &SimDisk) -> WalOpened {
+        Wal::open(disk, dir()).expect("open the log")
+    }
+
+    /// The ops of commit `seq`: one put of a key and value named after it.
+    fn ops_of(seq: u64) -> (Vec<u8>, Vec<u8>) {
+        (
+            format!("key-{seq}").into_bytes(),
+            vec![seq as u8; seq as usize * 3],
+        )
+    }
+
+    fn append(wal: &Wal, seq: u64) {
+        let (k, v) = ops_of(seq);
+        let mut ops = Vec::new();
+        encode_ops(&mut ops, &k, Some(&v));
+        wal.append(seq, 1, &ops).expect("append");
+    }
+
+    /// A new log on a new simulated disk, holding commits 1..=`commits`.
+    fn log_with(commits: u64) -> (SimDisk, Wal) {
+        let disk = SimDisk::new();
+        let wal = open(&disk).wal;
+        for seq in 1..=commits {
+            append(&wal, seq);
+        }
+        (disk, wal)
+    }
+
+    fn seqs(records: &[Record]) -> Vec<u64> {
+        records.iter().map(|r| r.seq).collect()
+    }
+
+    fn raw(disk: &SimDisk, file: usize) -> Vec<u8> {
+        disk.read_raw(&dir().join(WAL_FILES[file]))
+            .expect("a log file")
+    }
+
+    #[test]
+    fn a_new_log_starts_in_epoch_one_with_nothing_to_replay() {
+        let disk = SimDisk::new();
+        let opened = open(&disk);
+        assert!(opened.records.is_empty());
+        assert_eq!((opened.torn_tails, opened.repaired_headers), (0, 0));
+        assert_eq!(raw(&disk, 0), encode_header(1));
+        assert!(raw(&disk, 1).is_empty());
+        assert_eq!(opened.wal.pending_bytes(), 0);
+    }
+
+    #[test]
+    fn appended_records_are_replayed_in_order_after_a_reopen() {
+        let (disk, wal) = log_with(5);
+        assert_eq!(wal.records.load(Ordering::Relaxed), 5);
+        let bytes = wal.bytes.load(Ordering::Relaxed);
+        assert_eq!(wal.pending_bytes(), bytes);
+        assert_eq!(raw(&disk, 0).len() as u64, FILE_HEADER_LEN as u64 + bytes);
+        drop(wal);
+        let opened = open(&disk);
+        assert_eq!(seqs(&opened.records), vec![1, 2, 3, 4, 5]);
+        for r in &opened.records {
+            let (k, v) = ops_of(r.seq);
+            assert_eq!(r.ops, vec![(k, Some(v))]);
+        }
+        assert_eq!(opened.torn_tails, 0);
+        // Appends go on behind the replayed records.
+        append(&opened.wal, 6);
+        drop(opened);
+        assert_eq!(seqs(&open(&disk).records), (1..=6).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn a_torn_tail_stops_replay_at_the_last_whole_record_and_is_cut_off() {
+        let (disk, wal) = log_with(2);
+        let whole = raw(&disk, 0).len();
+        append(&wal, 3);
+        drop(wal);
+        let full = raw(&disk, 0);
+        // Inside the record header, just past it, and inside the payload (the last eight
+        // bytes may be padding alone).
+        for cut in [whole + 5, whole + 24, full.len() - 8] {
+            let path = dir().join(WAL_FILES[0]);
+            disk.write_raw(&path, full[..cut].to_vec());
+            let opened = open(&disk);
+            assert_eq!(seqs(&opened.records), vec![1, 2], "cut at {cut}");
+            assert_eq!(opened.torn_tails, 1);
+            assert_eq!(raw(&disk, 0).len(), whole, "the torn bytes are cut off");
+            // The next commit takes the torn one's place.
+            append(&opened.wal, 3);
+            drop(opened);
+            let again = open(&disk);
+            assert_eq!(seqs(&again.records), vec![1, 2, 3]);
+            assert_eq!(again.torn_tails, 0);
+        }
+    }
+
+    /// Flips bits of byte `at` of log file `file`, as a bad sector would.
+    fn flip(disk: &SimDisk, file: usize, at: usize) {
+        let mut bytes = raw(disk, file);
+        bytes[at] ^= 0x41;
+        disk.write_raw(&dir().join(WAL_FILES[file]), bytes);
+    }
+
+    /// Appends commits 1 and 2 (the second after a sync of the first when
+    /// `synced_between`), damages record 1 and reopens the log.
+    fn reopen_with_record_one_damaged(synced_between: bool) -> Result<WalOpened> {
+        let (disk, wal) = log_with(1);
+        assert!(
+            raw(&disk, 0).len() > FILE_HEADER_LEN + 30,
+            "inside record 1"
+        );
+        if synced_between {
+            wal.wait_durable(1).expect("sync");
+        }
+        append(&wal, 2);
+        drop(wal);
+        flip(&disk, 0, FILE_HEADER_LEN + 30);
+        Wal::open(&disk, dir())
+    }
+
+    #[test]
+    fn damage_followed_by_a_record_that_saw_it_synced_is_not_a_torn_tail() {
+        assert!(matches!(
+            reopen_with_record_one_damaged(true),
+            Err(Error::Wal(WalError::CorruptBeforeTail { .. }))
+        ));
+    }
+
+    #[test]
+    fn damage_that_no_later_record_vouches_for_is_a_torn_tail() {
+        // Record 2 was written before commit 1 was known to be synced: both may have
+        // been in flight together, so damage to record 1 loses both, as a torn tail.
+        let opened = reopen_with_record_one_damaged(false).expect("open");
+        assert!(opened.records.is_empty());
+        assert_eq!(opened.torn_tails, 1);
+    }
+
+    #[test]
+    fn one_sync_covers_everything_appended_and_only_synced_records_survive_a_crash() {
+        let (disk, wal) = log_with(2);
+        wal.wait_durable(1).expect("sync");
+        assert_eq!(wal.syncs.load(Ordering::Relaxed), 1);
+        wal.wait_durable(2).expect("already synced");
+        assert_eq!(
+            wal.syncs.load(Ordering::Relaxed),
+            1,
+            "the first sync covered 2"
+        );
+        append(&wal, 3);
+        drop(wal);
+        disk.crash();
+        assert_eq!(seqs(&open(&disk).records), vec![1, 2]);
+    }
+
+    #[test]
+    fn a_failed_log_refuses_every_later_commit() {
+        let (_disk, wal) = log_with(1);
+        wal.fail("a test said so".into());
+        match wal.wait_durable(1) {
+            Err(Error::WritesRefused { reason }) => assert_eq!(reason, "a test said so"),
+            other => panic!("expected a refusal, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn rotation_switches_files_in_a_new_epoch_and_replay_reads_both_in_order() {
+        let (disk, wal) = log_with(2);
+        assert!(wal.rotate(0).expect("rotate"));
+        assert_eq!(wal.pending_bytes(), 0);
+        assert_eq!(raw(&disk, 1), encode_header(2), "the other file, emptied");
+        append(&wal, 3);
+        append(&wal, 4);
+        assert!(wal.pending_bytes() > 0);
+        assert_eq!(
+            raw(&disk, 1).len() as u64,
+            FILE_HEADER_LEN as u64 + wal.pending_bytes()
+        );
+        // The other file holds commits 1 and 2: a switch back needs a checkpoint of 2.
+        assert!(!wal.rotate(1).expect("refused"));
+        drop(wal);
+        let opened = open(&disk);
+        assert_eq!(seqs(&opened.records), vec![1, 2, 3, 4]);
+        // Back to the first file, in epoch 3: commits 1 and 2 are let go.
+        assert!(opened.wal.rotate(2).expect("rotate"));
+        assert_eq!(raw(&disk, 0), encode_header(3));
+        append(&opened.wal, 5);
+        drop(opened);
+        assert_eq!(seqs(&open(&disk).records), vec![3, 4, 5]);
+    }
+
+    #[test]
+    fn a_damaged_header_is_rebuilt_from_the_epoch_its_records_prove() {
+        let (disk, wal) = log_with(2);
+        wal.rotate(0).expect("rotate");
+        append(&wal, 3);
+        drop(wal);
+        flip(&disk, 0, 3);
+        let opened = open(&disk);
+        assert_eq!(opened.repaired_headers, 1);
+        assert_eq!(seqs(&opened.records), vec![1, 2, 3]);
+        assert_eq!(raw(&disk, 0)[..FILE_HEADER_LEN], encode_header(1));
+    }
+}
