@@ -142,7 +142,9 @@ pub struct Metrics {
 }
 
 impl Metrics {
-    /// Counter differences `self - earlier` (sizes are taken from `self`).
+    /// Counter differences `self - earlier` for everything that counts since open (pool,
+    /// log appends and syncs, checkpoints); sizes, sequences and what the open found (torn
+    /// tails, repaired headers, replayed records) are taken from `self`.
     pub fn since(&self, earlier: &Metrics) -> Metrics {
         Metrics {
             bm_read_page_hits: self.bm_read_page_hits - earlier.bm_read_page_hits,
@@ -155,6 +157,10 @@ impl Metrics {
             bm_pages_written: self.bm_pages_written - earlier.bm_pages_written,
             bm_bytes_written: self.bm_bytes_written - earlier.bm_bytes_written,
             bm_dirty_writebacks: self.bm_dirty_writebacks - earlier.bm_dirty_writebacks,
+            wal_records: self.wal_records - earlier.wal_records,
+            wal_bytes: self.wal_bytes - earlier.wal_bytes,
+            wal_syncs: self.wal_syncs - earlier.wal_syncs,
+            checkpoints: self.checkpoints - earlier.checkpoints,
             ..*self
         }
     }
@@ -191,6 +197,9 @@ mod tests {
             bm_dirty_writebacks: 1,
             resident_pages: 7,
             entries: 100,
+            wal_syncs: 2,
+            checkpoints: 1,
+            wal_torn_tails: 1,
             ..Metrics::default()
         };
         let now = Metrics {
@@ -199,6 +208,9 @@ mod tests {
             bm_dirty_writebacks: 1,
             resident_pages: 3,
             entries: 120,
+            wal_syncs: 6,
+            checkpoints: 3,
+            wal_torn_tails: 1,
             ..Metrics::default()
         };
         let d = now.since(&earlier);
@@ -207,5 +219,7 @@ mod tests {
             (15, 5, 0)
         );
         assert_eq!((d.resident_pages, d.entries), (3, 120));
+        // Log syncs and checkpoints count since open; a torn tail is what the open found.
+        assert_eq!((d.wal_syncs, d.checkpoints, d.wal_torn_tails), (4, 2, 1));
     }
 }
