@@ -1,26 +1,29 @@
 //! The superblock: two copies, in pages 0 and 1, written alternately at checkpoints.
-//! On open the valid copy with the higher checkpoint sequence wins, so a torn superblock
-//! write falls back to the previous checkpoint, whose pages are still intact.
+//! On open the valid copy with the higher checkpoint generation wins (the tree's open
+//! compares `generation`), so a torn superblock write falls back to the previous
+//! checkpoint, whose pages are still intact.
 //!
-//! | offset | size | field                                             |
-//! |--------|------|---------------------------------------------------|
-//! | 0      | 4    | crc32c of bytes 4..128                            |
-//! | 4      | 8    | magic `AIMETAKV`                                  |
-//! | 12     | 4    | format version                                    |
-//! | 16     | 4    | page size in bytes                                |
-//! | 20     | 4    | frame size in bytes                               |
-//! | 24     | 8    | checkpoint sequence (the commit it captured)      |
-//! | 32     | 8    | root page (0: empty tree)                         |
-//! | 40     | 4    | tree height (0: empty tree)                       |
-//! | 44     | 4    | reserved, 0                                       |
-//! | 48     | 8    | entry count                                       |
-//! | 56     | 8    | file length in pages (a whole number of frames)   |
-//! | 64     | 8    | first free-list page (0: none)                    |
-//! | 72     | 8    | free-list pages                                   |
-//! | 80     | 8    | free pages recorded in the free list              |
-//! | 88     | 8    | log position to replay from                       |
-//! | 96     | 8    | checkpoint generation (+1 at every checkpoint)    |
-//! | 104    | 24   | reserved, 0                                       |
+//! | offset | size | field                                             | constant            |
+//! |--------|------|---------------------------------------------------|---------------------|
+//! | 0      | 4    | crc32c of bytes 4..128                            | `CHECKSUM_AT`       |
+//! | 4      | 8    | magic `AIMETAKV`                                  | `MAGIC_AT`          |
+//! | 12     | 4    | format version (`FORMAT_VERSION`, 2)              | `VERSION_AT`        |
+//! | 16     | 4    | page size in bytes                                | `PAGE_SIZE_AT`      |
+//! | 20     | 4    | frame size in bytes                               | `FRAME_SIZE_AT`     |
+//! | 24     | 8    | checkpoint sequence (the commit it captured)      | `SEQ_AT`            |
+//! | 32     | 8    | root page (0: empty tree)                         | `ROOT_AT`           |
+//! | 40     | 4    | tree height (0: empty tree)                       | `HEIGHT_AT`         |
+//! | 44     | 4    | reserved, 0                                       |                     |
+//! | 48     | 8    | entry count                                       | `ENTRIES_AT`        |
+//! | 56     | 8    | file length in pages (a whole number of frames)   | `PAGE_COUNT_AT`     |
+//! | 64     | 8    | first free-list page (0: none)                    | `FREELIST_AT`       |
+//! | 72     | 8    | free-list pages                                   | `FREELIST_PAGES_AT` |
+//! | 80     | 8    | free pages recorded in the free list              | `FREE_PAGES_AT`     |
+//! | 88     | 8    | log position to replay from                       | `LOG_START_AT`      |
+//! | 96     | 8    | checkpoint generation (+1 at every checkpoint)    | `GENERATION_AT`     |
+//! | 104    | 24   | reserved, 0                                       |                     |
+//!
+//! `META_LEN` = 128 bytes are checksummed; the rest of the page is zero.
 
 use std::mem::size_of;
 
@@ -42,15 +45,16 @@ const FRAME_SIZE_AT: usize = PAGE_SIZE_AT + size_of::<u32>();
 const SEQ_AT: usize = FRAME_SIZE_AT + size_of::<u32>();
 const ROOT_AT: usize = SEQ_AT + size_of::<u64>();
 const HEIGHT_AT: usize = ROOT_AT + size_of::<u64>();
+/// A reserved u32 pads the height to the next u64.
 const ENTRIES_AT: usize = HEIGHT_AT + 2 * size_of::<u32>();
 const PAGE_COUNT_AT: usize = ENTRIES_AT + size_of::<u64>();
 const FREELIST_AT: usize = PAGE_COUNT_AT + size_of::<u64>();
 const FREELIST_PAGES_AT: usize = FREELIST_AT + size_of::<u64>();
 const FREE_PAGES_AT: usize = FREELIST_PAGES_AT + size_of::<u64>();
 const LOG_START_AT: usize = FREE_PAGES_AT + size_of::<u64>();
-/// Bytes of a superblock copy covered by its checksum.
-pub const META_LEN: usize = 128;
 const GENERATION_AT: usize = LOG_START_AT + size_of::<u64>();
+/// Bytes of a superblock copy covered by its checksum: the fields, then reserved zeros.
+pub const META_LEN: usize = 128;
 const _: () = assert!(GENERATION_AT + size_of::<u64>() <= META_LEN);
 
 /// One decoded superblock copy.
@@ -105,14 +109,16 @@ pub enum MetaReject {
 impl std::fmt::Display for MetaReject {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            MetaReject::BadMagic(m) => write!(f, "bad magic {m:02x?}"),
+            MetaReject::BadMagic(magic) => write!(f, "bad magic {magic:02x?}"),
             MetaReject::Checksum { stored, computed } => {
                 write!(
                     f,
                     "checksum {stored:#010x} stored, {computed:#010x} computed"
                 )
             }
-            MetaReject::TooNew(v) | MetaReject::TooOld(v) => write!(f, "format version {v}"),
+            MetaReject::TooNew(version) | MetaReject::TooOld(version) => {
+                write!(f, "format version {version}")
+            }
         }
     }
 }
@@ -125,6 +131,14 @@ impl Superblock {
         write_u32(out, VERSION_AT, self.version);
         write_u32(out, PAGE_SIZE_AT, self.page_size);
         write_u32(out, FRAME_SIZE_AT, self.frame_size);
+        self.encode_checkpoint(out);
+        let sum = crc32c::crc32c(&out[MAGIC_AT..META_LEN]);
+        write_u32(out, CHECKSUM_AT, sum);
+    }
+
+    /// Writes what the checkpoint captured, from `SEQ_AT` on: its commit and tree, the
+    /// file's space and where the log resumes.
+    fn encode_checkpoint(&self, out: &mut [u8]) {
         write_u64(out, SEQ_AT, self.seq);
         write_u64(out, ROOT_AT, self.root);
         write_u32(out, HEIGHT_AT, self.height);
@@ -135,8 +149,6 @@ impl Superblock {
         write_u64(out, FREE_PAGES_AT, self.free_pages);
         write_u64(out, LOG_START_AT, self.log_start);
         write_u64(out, GENERATION_AT, self.generation);
-        let sum = crc32c::crc32c(&out[MAGIC_AT..META_LEN]);
-        write_u32(out, CHECKSUM_AT, sum);
     }
 
     /// Decodes a copy, checking magic, checksum and version (in that order, so that a
@@ -180,6 +192,66 @@ impl Superblock {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn superblock_offsets_are_the_documented_ones() {
+        assert_eq!(
+            (
+                CHECKSUM_AT,
+                MAGIC_AT,
+                VERSION_AT,
+                PAGE_SIZE_AT,
+                FRAME_SIZE_AT
+            ),
+            (0, 4, 12, 16, 20)
+        );
+        assert_eq!((SEQ_AT, ROOT_AT, HEIGHT_AT, ENTRIES_AT), (24, 32, 40, 48));
+        assert_eq!(
+            (PAGE_COUNT_AT, FREELIST_AT, FREELIST_PAGES_AT, FREE_PAGES_AT),
+            (56, 64, 72, 80)
+        );
+        assert_eq!((LOG_START_AT, GENERATION_AT, META_LEN), (88, 96, 128));
+        assert_eq!(MAGIC_AT - CHECKSUM_AT, size_of::<u32>());
+        assert_eq!(
+            ENTRIES_AT - HEIGHT_AT,
+            2 * size_of::<u32>(),
+            "height and reserved"
+        );
+        let sb = Superblock {
+            version: 0x0A0B_0C0D,
+            page_size: 4096,
+            frame_size: 1 << 19,
+            seq: 0x11,
+            root: 0x12,
+            height: 0x13,
+            entries: 0x14,
+            page_count: 0x15,
+            freelist: 0x16,
+            freelist_pages: 0x17,
+            free_pages: 0x18,
+            log_start: 0x19,
+            generation: 0x1A,
+        };
+        let mut copy = vec![0xEEu8; 4096];
+        sb.encode(&mut copy);
+        assert_eq!(&copy[4..12], b"AIMETAKV");
+        assert_eq!(&copy[12..16], &0x0A0B_0C0Du32.to_le_bytes());
+        assert_eq!(read_u32(&copy, 16), 4096);
+        assert_eq!(read_u32(&copy, 20), 1 << 19);
+        let words: Vec<u64> = [24, 32, 48, 56, 64, 72, 80, 88, 96]
+            .iter()
+            .map(|&at| read_u64(&copy, at))
+            .collect();
+        assert_eq!(
+            words,
+            [0x11, 0x12, 0x14, 0x15, 0x16, 0x17, 0x18, 0x19, 0x1A]
+        );
+        assert_eq!(read_u32(&copy, 40), 0x13);
+        assert_eq!(read_u32(&copy, 44), 0, "reserved");
+        assert!(copy[104..128].iter().all(|&b| b == 0), "reserved");
+        assert_eq!(copy[128], 0xEE, "only META_LEN bytes are written");
+        assert_eq!(read_u32(&copy, 0), crc32c::crc32c(&copy[4..128]));
+    }
 
     #[test]
     fn round_trip_and_rejections() {
