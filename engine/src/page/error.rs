@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{PageId, PageKind};
+use super::kind::{PageId, PageKind};
 
 /// A page read from disk that cannot be trusted.
 #[derive(Debug, thiserror::Error)]

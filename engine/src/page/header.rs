@@ -1,28 +1,25 @@
-//! The header every page starts with, and its checksum.
+//! The header every page starts with, and its checksum. The one place its layout is
+//! written down; the tests below assert it, and docs/format.md explains how a page is
+//! checked.
 //!
 //! Layout (little-endian), `HEADER_LEN` = 32 bytes:
 //!
-//! | offset | size | field                                                        |
-//! |--------|------|--------------------------------------------------------------|
-//! | 0      | 4    | crc32c of bytes 4..page_size                                 |
-//! | 4      | 1    | kind (`PageKind`)                                            |
-//! | 5      | 1    | flags (0)                                                    |
-//! | 6      | 2    | entry count (leaf: keys, inner: children, free list: extents) |
-//! | 8      | 8    | this page's own number (catches misdirected writes)          |
-//! | 16     | 8    | commit sequence that wrote the page                          |
-//! | 24     | 8    | kind-specific: overflow value length, next free-list page    |
-//!
-//! Kind bytes: 1 leaf, 2 inner, 3 overflow, 4 free list. The tests below assert these
-//! offsets and sizes; docs/format.md explains how the header is checked.
+//! | offset | size | field                                                         | constant      |
+//! |--------|------|---------------------------------------------------------------|---------------|
+//! | 0      | 4    | crc32c of bytes 4..page_size                                  | `CHECKSUM_AT` |
+//! | 4      | 1    | kind (`PageKind`, kind.rs: 1 leaf, 2 inner, 3 overflow, 4 free list) | `KIND_AT` |
+//! | 5      | 1    | flags (0)                                                     | `FLAGS_AT`    |
+//! | 6      | 2    | entry count (leaf: keys, inner: children, free list: extents) | `COUNT_AT`    |
+//! | 8      | 8    | this page's own number (catches misdirected writes)           | `PAGE_ID_AT`  |
+//! | 16     | 8    | commit sequence that wrote the page                           | `TXN_AT`      |
+//! | 24     | 8    | kind-specific: overflow value length, next free-list page     | `AUX_AT`      |
 
 use std::mem::size_of;
 use std::path::Path;
 
 use super::error::Corruption;
+use super::kind::{PageId, PageKind};
 use super::PageError;
-
-/// A page number: byte offset divided by the page size.
-pub type PageId = u64;
 
 /// Offset of the checksum.
 pub const CHECKSUM_AT: usize = 0;
@@ -40,43 +37,6 @@ pub const TXN_AT: usize = PAGE_ID_AT + size_of::<u64>();
 pub const AUX_AT: usize = TXN_AT + size_of::<u64>();
 /// Length of the common header.
 pub const HEADER_LEN: usize = AUX_AT + size_of::<u64>();
-
-/// What a page holds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[repr(u8)]
-pub enum PageKind {
-    /// Sorted keys with their values (or overflow references).
-    Leaf = 1,
-    /// Separator keys, child page numbers and per-child entry counts.
-    Inner = 2,
-    /// A slice of a value too large to keep in its leaf.
-    Overflow = 3,
-    /// A list of free page extents, written at checkpoints.
-    FreeList = 4,
-}
-
-impl PageKind {
-    /// Parses a kind byte.
-    pub fn from_byte(byte: u8) -> Option<Self> {
-        match byte {
-            1 => Some(PageKind::Leaf),
-            2 => Some(PageKind::Inner),
-            3 => Some(PageKind::Overflow),
-            4 => Some(PageKind::FreeList),
-            _ => None,
-        }
-    }
-
-    /// Name used in error messages.
-    pub fn name(self) -> &'static str {
-        match self {
-            PageKind::Leaf => "leaf",
-            PageKind::Inner => "inner",
-            PageKind::Overflow => "overflow",
-            PageKind::FreeList => "free-list",
-        }
-    }
-}
 
 /// The decoded common header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -272,17 +232,6 @@ mod tests {
             HEADER_LEN - AUX_AT,
         ];
         assert_eq!(sizes, [4, 1, 1, 2, 8, 8, 8]);
-        let kinds = [
-            PageKind::Leaf,
-            PageKind::Inner,
-            PageKind::Overflow,
-            PageKind::FreeList,
-        ];
-        assert_eq!(kinds.map(|kind| kind as u8), [1, 2, 3, 4]);
-        assert!(kinds
-            .iter()
-            .all(|&kind| PageKind::from_byte(kind as u8) == Some(kind)));
-        assert_eq!(PageKind::from_byte(5), None);
         let mut page = vec![0xEEu8; 64];
         PageHeader {
             kind: PageKind::Inner,

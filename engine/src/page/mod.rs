@@ -6,6 +6,7 @@ mod error;
 mod freelist;
 mod header;
 mod inner;
+mod kind;
 mod leaf;
 mod meta;
 mod overflow;
@@ -14,10 +15,11 @@ mod slotted;
 pub use error::{Corruption, PageError};
 pub use freelist::{decode_freelist_page, encode_freelist_pages, freelist_pages_needed};
 pub use header::{
-    cmp_prefixed, lcp, read_u32, read_u64, seal, verify, write_u32, write_u64, PageHeader, PageId,
-    PageKind, HEADER_LEN,
+    cmp_prefixed, lcp, read_u32, read_u64, seal, verify, write_u32, write_u64, PageHeader,
+    HEADER_LEN,
 };
 pub use inner::{InnerNode, InnerView, INNER_FIXED};
+pub use kind::{PageId, PageKind};
 pub use leaf::{
     value_fits_inline, LeafEntry, LeafNode, LeafSizer, LeafView, Probe, Value, ValueCell,
 };
