@@ -41,11 +41,11 @@ pub fn encode_freelist_pages(
     txn: u64,
     page_size: usize,
 ) -> Vec<Vec<u8>> {
-    let per = per_page(page_size);
+    let per_page = per_page(page_size);
     let mut pages = Vec::with_capacity(ids.len());
-    for (n, id) in ids.iter().enumerate() {
+    for (index, id) in ids.iter().enumerate() {
         let chunk = extents
-            .get(n * per..((n + 1) * per).min(extents.len()))
+            .get(index * per_page..((index + 1) * per_page).min(extents.len()))
             .unwrap_or(&[]);
         let mut page = vec![0u8; page_size];
         PageHeader {
@@ -53,7 +53,7 @@ pub fn encode_freelist_pages(
             count: chunk.len() as u16,
             id: *id,
             txn,
-            aux: ids.get(n + 1).copied().unwrap_or(0),
+            aux: ids.get(index + 1).copied().unwrap_or(0),
         }
         .write(&mut page);
         for (j, (first, len)) in chunk.iter().enumerate() {

@@ -164,13 +164,13 @@ pub struct InnerNode {
 impl InnerNode {
     /// Decodes a validated inner page.
     pub fn decode(view: &InnerView<'_>) -> Self {
-        let n = view.len();
+        let children = view.len();
         let mut node = InnerNode {
-            seps: Vec::with_capacity(n),
-            children: Vec::with_capacity(n),
-            counts: Vec::with_capacity(n),
+            seps: Vec::with_capacity(children),
+            children: Vec::with_capacity(children),
+            counts: Vec::with_capacity(children),
         };
-        for i in 0..n {
+        for i in 0..children {
             let mut sep = Vec::new();
             if i > 0 {
                 view.sep_into(i, &mut sep);
@@ -264,17 +264,24 @@ impl InnerNode {
 mod tests {
     use super::*;
 
-    #[test]
-    fn inner_offsets_are_the_documented_ones() {
-        assert_eq!(INNER_FIXED, 36);
-        assert_eq!((CHILD_AT, COUNT_IN_CELL_AT, INNER_CELL_FIXED), (2, 10, 18));
+    /// A node with children 7 and 8 (70 and 80 entries) split at `sep`, encoded as page 3
+    /// of 256 bytes.
+    fn two_children(sep: &[u8]) -> (InnerNode, Vec<u8>) {
         let node = InnerNode {
-            seps: vec![vec![], b"ab".to_vec()],
+            seps: vec![vec![], sep.to_vec()],
             children: vec![7, 8],
             counts: vec![70, 80],
         };
         let mut page = vec![0u8; 256];
         node.encode(3, 1, &mut page);
+        (node, page)
+    }
+
+    #[test]
+    fn inner_offsets_are_the_documented_ones() {
+        assert_eq!(INNER_FIXED, 36);
+        assert_eq!((CHILD_AT, COUNT_IN_CELL_AT, INNER_CELL_FIXED), (2, 10, 18));
+        let (node, page) = two_children(b"ab");
         // Prefix "ab" at 36, then the two slots; cell 1 is the last one written, lowest.
         assert_eq!(read_u16(&page, 32), 2);
         assert_eq!(&page[36..38], b"ab");
@@ -291,13 +298,7 @@ mod tests {
 
     #[test]
     fn validate_names_what_is_wrong() {
-        let node = InnerNode {
-            seps: vec![vec![], b"b".to_vec()],
-            children: vec![7, 8],
-            counts: vec![1, 1],
-        };
-        let mut page = vec![0u8; 256];
-        node.encode(3, 1, &mut page);
+        let (_, page) = two_children(b"b");
         InnerView::validate(&page).expect("valid");
         let mut bad = page.clone();
         InnerView::patch_child(&mut bad, 1, 1, 1);

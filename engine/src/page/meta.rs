@@ -19,7 +19,7 @@
 //! | 64     | 8    | first free-list page (0: none)                    | `FREELIST_AT`       |
 //! | 72     | 8    | free-list pages                                   | `FREELIST_PAGES_AT` |
 //! | 80     | 8    | free pages recorded in the free list              | `FREE_PAGES_AT`     |
-//! | 88     | 8    | log position to replay from                       | `LOG_START_AT`      |
+//! | 88     | 8    | first commit the log replays (sequence + 1)       | `LOG_START_AT`      |
 //! | 96     | 8    | checkpoint generation (+1 at every checkpoint)    | `GENERATION_AT`     |
 //! | 104    | 24   | reserved, 0                                       |                     |
 //!
@@ -82,7 +82,9 @@ pub struct Superblock {
     pub freelist_pages: u64,
     /// Free pages the free list records.
     pub free_pages: u64,
-    /// Log position recovery replays from.
+    /// The first commit the log replays: the checkpoint sequence + 1, 0 in a new file.
+    /// Recovery replays every logged commit after `seq`; this word records where that
+    /// starts and is not read back.
     pub log_start: u64,
     /// Checkpoint generation: the copy with the higher one is the newer.
     pub generation: u64,
@@ -217,40 +219,44 @@ mod tests {
             2 * size_of::<u32>(),
             "height and reserved"
         );
-        let sb = Superblock {
-            version: 0x0A0B_0C0D,
-            page_size: 4096,
-            frame_size: 1 << 19,
-            seq: 0x11,
-            root: 0x12,
-            height: 0x13,
-            entries: 0x14,
-            page_count: 0x15,
-            freelist: 0x16,
-            freelist_pages: 0x17,
-            free_pages: 0x18,
-            log_start: 0x19,
-            generation: 0x1A,
-        };
-        let mut copy = vec![0xEEu8; 4096];
-        sb.encode(&mut copy);
-        assert_eq!(&copy[4..12], b"AIMETAKV");
-        assert_eq!(&copy[12..16], &0x0A0B_0C0Du32.to_le_bytes());
-        assert_eq!(read_u32(&copy, 16), 4096);
-        assert_eq!(read_u32(&copy, 20), 1 << 19);
-        let words: Vec<u64> = [24, 32, 48, 56, 64, 72, 80, 88, 96]
-            .iter()
-            .map(|&at| read_u64(&copy, at))
-            .collect();
+        // A copy built by hand at the documented offsets decodes to the documented fields
+        // and encodes back to the same bytes.
+        let mut copy = vec![0u8; 4096];
+        copy[4..12].copy_from_slice(b"AIMETAKV");
+        copy[12..16].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
+        copy[16..20].copy_from_slice(&4096u32.to_le_bytes());
+        copy[20..24].copy_from_slice(&(1u32 << 19).to_le_bytes());
+        copy[40..44].copy_from_slice(&0x13u32.to_le_bytes());
+        for (index, at) in [24, 32, 48, 56, 64, 72, 80, 88, 96].into_iter().enumerate() {
+            copy[at..at + 8].copy_from_slice(&(0x11 + index as u64).to_le_bytes());
+        }
+        let crc = crc32c::crc32c(&copy[4..128]);
+        copy[0..4].copy_from_slice(&crc.to_le_bytes());
+        let decoded = Superblock::decode(&copy).expect("valid copy");
         assert_eq!(
-            words,
-            [0x11, 0x12, 0x14, 0x15, 0x16, 0x17, 0x18, 0x19, 0x1A]
+            (decoded.version, decoded.page_size, decoded.frame_size),
+            (FORMAT_VERSION, 4096, 1 << 19)
         );
-        assert_eq!(read_u32(&copy, 40), 0x13);
-        assert_eq!(read_u32(&copy, 44), 0, "reserved");
-        assert!(copy[104..128].iter().all(|&b| b == 0), "reserved");
-        assert_eq!(copy[128], 0xEE, "only META_LEN bytes are written");
-        assert_eq!(read_u32(&copy, 0), crc32c::crc32c(&copy[4..128]));
+        assert_eq!(
+            (decoded.seq, decoded.root, decoded.height),
+            (0x11, 0x12, 0x13)
+        );
+        assert_eq!(
+            [
+                decoded.entries,
+                decoded.page_count,
+                decoded.freelist,
+                decoded.freelist_pages,
+                decoded.free_pages,
+                decoded.log_start,
+                decoded.generation
+            ],
+            [0x13, 0x14, 0x15, 0x16, 0x17, 0x18, 0x19]
+        );
+        let mut encoded = vec![0xEEu8; 4096];
+        decoded.encode(&mut encoded);
+        assert_eq!(&encoded[..META_LEN], &copy[..META_LEN]);
+        assert_eq!(encoded[META_LEN], 0xEE, "only META_LEN bytes are written");
     }
 
     #[test]

@@ -33,10 +33,10 @@ pub fn encode_overflow_run(
     txn: u64,
     page_size: usize,
 ) -> Vec<u8> {
-    let per = overflow_payload_per_page(page_size);
-    let n = overflow_pages_for(value.len(), page_size);
-    let mut buf = vec![0u8; n * page_size];
-    for (j, page) in buf.chunks_exact_mut(page_size).enumerate() {
+    let per_page = overflow_payload_per_page(page_size);
+    let pages = overflow_pages_for(value.len(), page_size);
+    let mut run = vec![0u8; pages * page_size];
+    for (j, page) in run.chunks_exact_mut(page_size).enumerate() {
         super::PageHeader {
             kind: super::PageKind::Overflow,
             count: 0,
@@ -45,11 +45,11 @@ pub fn encode_overflow_run(
             aux: value.len() as u64,
         }
         .write(page);
-        let slice = &value[(j * per).min(value.len())..((j + 1) * per).min(value.len())];
+        let slice = &value[(j * per_page).min(value.len())..((j + 1) * per_page).min(value.len())];
         page[SLICE_AT..SLICE_AT + slice.len()].copy_from_slice(slice);
         super::seal(page);
     }
-    buf
+    run
 }
 
 /// Appends the value held in an overflow run to `out`. Returns the number of the first page
@@ -60,14 +60,14 @@ pub fn decode_overflow_run(
     page_size: usize,
     out: &mut Vec<u8>,
 ) -> Result<(), super::PageId> {
-    let per = overflow_payload_per_page(page_size);
+    let per_page = overflow_payload_per_page(page_size);
     let mut left = len as usize;
     for chunk in run.chunks_exact(page_size) {
         let header = super::PageHeader::read(chunk);
         if header.map(|header| header.aux) != Some(u64::from(len)) {
             return Err(header.map_or(0, |header| header.id));
         }
-        let take = left.min(per);
+        let take = left.min(per_page);
         out.extend_from_slice(&chunk[SLICE_AT..SLICE_AT + take]);
         left -= take;
     }

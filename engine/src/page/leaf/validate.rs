@@ -143,9 +143,8 @@ mod tests {
     use super::*;
     use crate::page::header::write_u16;
 
-    #[test]
-    fn validate_rejects_a_restart_that_shares_and_an_overlong_share() {
-        // Pairs of long keys that differ in their last byte: front-coded.
+    /// Pairs of long keys (52 bytes) that differ in their last byte: front-coded.
+    fn front_coded_page() -> Vec<u8> {
         let entries: Vec<_> = (0..20u8)
             .map(|i| {
                 let mut k = vec![b'a' + i / 2];
@@ -156,6 +155,12 @@ mod tests {
             .collect();
         let mut page = vec![0u8; 4096];
         LeafNode::encode(&entries, 1, 1, &mut page);
+        page
+    }
+
+    #[test]
+    fn validate_rejects_a_restart_that_shares_and_an_overlong_share() {
+        let page = front_coded_page();
         LeafView::validate(&page).expect("valid");
         let v = LeafView::new(&page);
         assert_eq!(v.restart_interval(), LEAF_RESTART);
@@ -178,16 +183,7 @@ mod tests {
 
     #[test]
     fn each_rule_is_reported_with_what_broke_it() {
-        let entries: Vec<_> = (0..20u8)
-            .map(|i| {
-                let mut k = vec![b'a' + i / 2];
-                k.extend([b'x'; 50]);
-                k.push(b'0' + i % 2);
-                LeafEntry::inline(&k, b"v")
-            })
-            .collect();
-        let mut page = vec![0u8; 4096];
-        LeafNode::encode(&entries, 1, 1, &mut page);
+        let page = front_coded_page();
         let view = LeafView::new(&page);
         let (cell16, cell3, cell0) = (view.cell(16), view.cell(3), view.cell(0));
         let damaged = |at: usize, value: u16| {
