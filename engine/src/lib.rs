@@ -60,6 +60,8 @@ mod wal;
 
 pub use btree::{CheckReport, KeyItem, MAX_KEY_LEN, MAX_VALUE_LEN};
 pub use error::{Error, PageError, PageErrorKind, Result, StorageError, WalError};
+/// What is wrong with a page's layout, carried by [`PageError::Corrupt`].
+pub use page::Corruption;
 pub use pool::{Metrics, ScanIo};
 pub use tree::{
     CasConflict, Durability, Keys, KeysBuilder, Range, RangeBuilder, Snapshot, Tree, TreeConfig,

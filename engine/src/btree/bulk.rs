@@ -9,8 +9,8 @@ use crate::error::{Error, Result};
 use crate::frame::Allocator;
 use crate::page::encode_overflow_run;
 use crate::page::{
-    lcp, overflow_pages_for, seal, InnerNode, LeafEntry, LeafNode, LeafSizer, PageId, Value,
-    INNER_CELL_FIXED, INNER_FIXED, LEAF_CELL_FIXED, LEAF_FIXED,
+    lcp, overflow_pages_for, seal, value_fits_inline, InnerNode, LeafEntry, LeafNode, LeafSizer,
+    PageId, Value, INNER_FIXED,
 };
 use crate::pool::BufferPool;
 
@@ -88,7 +88,6 @@ where
     let mut run = LeafSizer::default();
     let mut total = 0u64;
     let mut prev_last: Option<Vec<u8>> = None;
-    let inline_max = (ps - LEAF_FIXED) / 4;
 
     let flush_leaf = |entries: &mut Vec<LeafEntry>,
                       w: &mut RunWriter<'_>,
@@ -144,7 +143,7 @@ where
                 index: index as u64,
             });
         }
-        let value = if 2 + LEAF_CELL_FIXED + k.len() + v.len() <= inline_max {
+        let value = if value_fits_inline(ps, k.len(), v.len()) {
             Value::Inline(v.to_vec())
         } else {
             w.flush()?;
@@ -220,39 +219,32 @@ fn build_inner_level(
         *node = InnerNode::default();
         Ok(())
     };
-    for c in children {
-        if node.is_empty() {
-            node_sep = c.sep;
-            node.seps.push(Vec::new());
-            node.children.push(c.id);
-            node.counts.push(c.count);
-            prefix = usize::MAX;
-            sum = 2 + INNER_CELL_FIXED;
-            continue;
-        }
-        let new_prefix = if node.len() == 1 {
-            c.sep.len()
-        } else {
-            lcp(&node.seps[1], &c.sep).min(prefix)
-        };
-        let n_seps = node.len();
-        let new_sum = sum + 2 + INNER_CELL_FIXED + c.sep.len();
-        let new_size = INNER_FIXED + new_prefix + new_sum - n_seps * new_prefix;
-        if new_size > ps {
+    for child in children {
+        if !node.is_empty() {
+            let new_prefix = if node.len() == 1 {
+                child.sep.len()
+            } else {
+                lcp(&node.seps[1], &child.sep).min(prefix)
+            };
+            let new_sum = sum + InnerNode::child_size(&child.sep, 1, 0);
+            let new_size = INNER_FIXED + new_prefix + new_sum - node.len() * new_prefix;
+            if new_size <= ps {
+                prefix = new_prefix;
+                sum = new_sum;
+                node.seps.push(child.sep);
+                node.children.push(child.id);
+                node.counts.push(child.count);
+                continue;
+            }
             emit(&mut node, &mut node_sep, w, &mut out)?;
-            node_sep = c.sep;
-            node.seps.push(Vec::new());
-            node.children.push(c.id);
-            node.counts.push(c.count);
-            prefix = usize::MAX;
-            sum = 2 + INNER_CELL_FIXED;
-        } else {
-            prefix = new_prefix;
-            sum = new_sum;
-            node.seps.push(c.sep);
-            node.children.push(c.id);
-            node.counts.push(c.count);
         }
+        // The child starts a node: its separator bounds the node, and its own is empty.
+        node_sep = child.sep;
+        node.seps.push(Vec::new());
+        node.children.push(child.id);
+        node.counts.push(child.count);
+        prefix = usize::MAX;
+        sum = InnerNode::child_size(&[], 0, 0);
     }
     if !node.is_empty() {
         emit(&mut node, &mut node_sep, w, &mut out)?;

@@ -1,45 +1,96 @@
-//! Where to cut an overfull node, and the separator keys between the pieces.
+//! Where to cut an overfull node, and the separator keys between the pieces. The one
+//! split policy of the tree: leaves and inner nodes differ only in how a run of their
+//! entries is measured.
 
-use crate::page::lcp;
+use crate::page::{lcp, LeafEntry, LeafSizer};
 
-/// Cuts a node whose entries take `sizes` bytes each (computed under the prefix shared by
-/// all of them, an upper bound for every piece) plus `fixed` bytes per page, so that each
-/// piece fits in `page_size`. Returns the index where each piece after the first starts;
-/// empty when everything fits in one page. Appends (`append`) fill the left page, so
-/// ascending inserts leave full pages behind; otherwise two pieces of near-equal size are
-/// preferred.
-pub fn cut_points(sizes: &[usize], fixed: usize, page_size: usize, append: bool) -> Vec<usize> {
-    let total: usize = sizes.iter().sum();
-    if fixed + total <= page_size {
+/// Where to cut `len` entries so that each piece fits in `page_size`: the index where
+/// each piece after the first starts, empty when everything fits in one page. Appends
+/// (`append`) fill the left page, so ascending inserts leave full pages behind; otherwise
+/// two pieces of near-equal size are preferred.
+///
+/// A piece is measured as a run `R` grown one entry at a time from `empty`:
+/// `grow(run, first, i)` is the run of entries `first..i` with entry `i` appended, and
+/// `bytes(&run)` its exact size as one page. Growing a run never makes it smaller in the
+/// cases that matter here: the balanced search stops at the first left piece that does
+/// not fit.
+pub fn cut_runs<R: Copy>(
+    len: usize,
+    empty: R,
+    grow: impl Fn(R, usize, usize) -> R,
+    bytes: impl Fn(&R) -> usize,
+    page_size: usize,
+    append: bool,
+) -> Vec<usize> {
+    let run_of = |first: usize, end: usize| (first..end).fold(empty, |run, i| grow(run, first, i));
+    if bytes(&run_of(0, len)) <= page_size {
         return Vec::new();
     }
-    if !append && sizes.len() >= 2 {
+    if !append && len >= 2 {
         let mut best: Option<(usize, usize)> = None;
-        let mut left = 0usize;
-        for (c, s) in sizes.iter().enumerate().take(sizes.len() - 1) {
-            left += s;
-            let right = total - left;
-            if fixed + left <= page_size && fixed + right <= page_size {
-                let skew = left.abs_diff(right);
-                if best.is_none_or(|(_, b)| skew < b) {
-                    best = Some((c + 1, skew));
+        let mut left = empty;
+        for cut in 1..len {
+            left = grow(left, 0, cut - 1);
+            let left_bytes = bytes(&left);
+            if left_bytes > page_size {
+                break;
+            }
+            let right_bytes = bytes(&run_of(cut, len));
+            if right_bytes <= page_size {
+                let skew = left_bytes.abs_diff(right_bytes);
+                if best.is_none_or(|(_, best_skew)| skew < best_skew) {
+                    best = Some((cut, skew));
                 }
             }
         }
-        if let Some((c, _)) = best {
-            return vec![c];
+        if let Some((cut, _)) = best {
+            return vec![cut];
         }
     }
     let mut cuts = Vec::new();
-    let mut used = 0usize;
-    for (i, s) in sizes.iter().enumerate() {
-        if used > 0 && fixed + used + s > page_size {
+    let mut first = 0;
+    let mut run = empty;
+    for i in 0..len {
+        let next = grow(run, first, i);
+        if i > first && bytes(&next) > page_size {
             cuts.push(i);
-            used = 0;
+            first = i;
+            run = grow(empty, i, i);
+        } else {
+            run = next;
         }
-        used += s;
     }
     cuts
+}
+
+/// [`cut_runs`] for entries whose sizes add up: each takes `sizes[i]` bytes (computed
+/// under the prefix shared by all of them, an upper bound for every piece), plus `fixed`
+/// bytes per page. Inner nodes are cut this way.
+pub fn cut_points(sizes: &[usize], fixed: usize, page_size: usize, append: bool) -> Vec<usize> {
+    cut_runs(
+        sizes.len(),
+        0usize,
+        |used, _, i| used + sizes[i],
+        |used| fixed + used,
+        page_size,
+        append,
+    )
+}
+
+/// [`cut_runs`] for leaf entries (ascending), with exact sizes: each piece gets its own
+/// prefix and restarts.
+pub fn leaf_cut_points(entries: &[LeafEntry], page_size: usize, append: bool) -> Vec<usize> {
+    cut_runs(
+        entries.len(),
+        LeafSizer::default(),
+        |run: LeafSizer, first, i| {
+            let previous = (i > first).then(|| &entries[i - 1]);
+            run.with_entry(&entries[first], previous, &entries[i])
+        },
+        LeafSizer::size,
+        page_size,
+        append,
+    )
 }
 
 /// The shortest key `s` with `left < s <= right` (suffix truncation of separators).
@@ -51,6 +102,8 @@ pub fn shortest_separator(left: &[u8], right: &[u8]) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::page::LeafNode;
+    use crate::test_rng::{key, seeded};
 
     #[test]
     fn balanced_and_append_cuts() {
@@ -60,6 +113,48 @@ mod tests {
         assert_eq!(cut_points(&sizes, 36, 4096, true), vec![40]);
         let big = vec![1500, 1500, 1500];
         assert_eq!(cut_points(&big, 36, 4096, false), vec![1]);
+    }
+
+    #[test]
+    fn leaf_cuts_give_pieces_that_fit() {
+        let mut rng = seeded(0x2545_F491_4F6C_DD1D);
+        for append in [false, true] {
+            let mut keys = std::collections::BTreeSet::new();
+            while keys.len() < 400 {
+                let mut k = b"kv/llama70b/".to_vec();
+                k.extend(key(&mut rng, 30));
+                keys.insert(k);
+            }
+            let entries: Vec<_> = keys
+                .iter()
+                .map(|k| LeafEntry::inline(k, &[7u8; 40]))
+                .collect();
+            let cuts = leaf_cut_points(&entries, 4096, append);
+            assert!(!cuts.is_empty());
+            let mut b = vec![0];
+            b.extend(&cuts);
+            b.push(entries.len());
+            for w in b.windows(2) {
+                assert!(w[0] < w[1]);
+                assert!(LeafNode::encoded_len(&entries[w[0]..w[1]]) <= 4096);
+            }
+        }
+    }
+
+    #[test]
+    fn a_leaf_that_fits_is_not_cut_and_a_balanced_cut_is_even() {
+        let entries: Vec<_> = (0..60u32)
+            .map(|i| LeafEntry::inline(format!("key-{i:04}").as_bytes(), &[1u8; 100]))
+            .collect();
+        assert!(leaf_cut_points(&entries, 8192, false).is_empty());
+        let cuts = leaf_cut_points(&entries, 4096, false);
+        assert_eq!(cuts, vec![30], "equal entries split in the middle");
+        let appended = leaf_cut_points(&entries, 4096, true);
+        assert_eq!(appended.len(), 1);
+        assert!(appended[0] > 30, "appends fill the left page: {appended:?}");
+        let left = LeafNode::encoded_len(&entries[..appended[0]]);
+        assert!(left <= 4096);
+        assert!(LeafNode::encoded_len(&entries[..appended[0] + 1]) > 4096);
     }
 
     #[test]

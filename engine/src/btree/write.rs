@@ -8,13 +8,13 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use super::read::{expect_kind, read_value};
-use super::split::{cut_points, shortest_separator};
+use super::split::{cut_points, leaf_cut_points, shortest_separator};
 use crate::error::{Error, Result};
 use crate::frame::Allocator;
 use crate::page::{decode_overflow_run, encode_overflow_run};
 use crate::page::{
-    overflow_pages_for, InnerNode, InnerView, LeafEntry, LeafNode, LeafView, PageHeader, PageId,
-    Value, ValueCell, INNER_FIXED, LEAF_CELL_FIXED, LEAF_FIXED,
+    overflow_pages_for, value_fits_inline, InnerNode, InnerView, LeafEntry, LeafNode, LeafView,
+    PageHeader, PageId, Value, ValueCell, INNER_FIXED,
 };
 use crate::pool::{Access, BufferPool, Page};
 
@@ -218,7 +218,7 @@ impl<'a> WriteTxn<'a> {
     }
 
     fn inline_ok(&self, key: &[u8], value: &[u8]) -> bool {
-        2 + LEAF_CELL_FIXED + key.len() + value.len() <= (self.ps - LEAF_FIXED) / 4
+        value_fits_inline(self.ps, key.len(), value.len())
     }
 
     fn store_value(&mut self, key: &[u8], v: &[u8]) -> Value {
@@ -502,7 +502,7 @@ impl<'a> WriteTxn<'a> {
 
     /// Encodes leaf entries into one or more private pages.
     fn write_leaf(&mut self, l: &Loaded, entries: Vec<LeafEntry>, append: bool) -> Vec<Piece> {
-        let cuts = LeafNode::cuts(&entries, self.ps, append);
+        let cuts = leaf_cut_points(&entries, self.ps, append);
         let mut bounds = vec![0];
         bounds.extend(&cuts);
         bounds.push(entries.len());

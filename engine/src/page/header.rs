@@ -1,24 +1,25 @@
-//! The header every page starts with, and its checksum.
+//! The header every page starts with, and its checksum. The one place its layout is
+//! written down; the tests below assert it, and docs/format.md explains how a page is
+//! checked.
 //!
 //! Layout (little-endian), `HEADER_LEN` = 32 bytes:
 //!
-//! | offset | size | field                                                        |
-//! |--------|------|--------------------------------------------------------------|
-//! | 0      | 4    | crc32c of bytes 4..page_size                                 |
-//! | 4      | 1    | kind (`PageKind`)                                            |
-//! | 5      | 1    | flags (0)                                                    |
-//! | 6      | 2    | entry count (leaf: keys, inner: children, free list: extents) |
-//! | 8      | 8    | this page's own number (catches misdirected writes)          |
-//! | 16     | 8    | commit sequence that wrote the page                          |
-//! | 24     | 8    | kind-specific: overflow value length, next free-list page    |
+//! | offset | size | field                                                         | constant      |
+//! |--------|------|---------------------------------------------------------------|---------------|
+//! | 0      | 4    | crc32c of bytes 4..page_size                                  | `CHECKSUM_AT` |
+//! | 4      | 1    | kind (`PageKind`, kind.rs: 1 leaf, 2 inner, 3 overflow, 4 free list) | `KIND_AT` |
+//! | 5      | 1    | flags (0)                                                     | `FLAGS_AT`    |
+//! | 6      | 2    | entry count (leaf: keys, inner: children, free list: extents) | `COUNT_AT`    |
+//! | 8      | 8    | this page's own number (catches misdirected writes)           | `PAGE_ID_AT`  |
+//! | 16     | 8    | commit sequence that wrote the page                           | `TXN_AT`      |
+//! | 24     | 8    | kind-specific: overflow value length, next free-list page     | `AUX_AT`      |
 
 use std::mem::size_of;
 use std::path::Path;
 
+use super::error::Corruption;
+use super::kind::{PageId, PageKind};
 use super::PageError;
-
-/// A page number: byte offset divided by the page size.
-pub type PageId = u64;
 
 /// Offset of the checksum.
 pub const CHECKSUM_AT: usize = 0;
@@ -36,43 +37,6 @@ pub const TXN_AT: usize = PAGE_ID_AT + size_of::<u64>();
 pub const AUX_AT: usize = TXN_AT + size_of::<u64>();
 /// Length of the common header.
 pub const HEADER_LEN: usize = AUX_AT + size_of::<u64>();
-
-/// What a page holds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[repr(u8)]
-pub enum PageKind {
-    /// Sorted keys with their values (or overflow references).
-    Leaf = 1,
-    /// Separator keys, child page numbers and per-child entry counts.
-    Inner = 2,
-    /// A slice of a value too large to keep in its leaf.
-    Overflow = 3,
-    /// A list of free page extents, written at checkpoints.
-    FreeList = 4,
-}
-
-impl PageKind {
-    /// Parses a kind byte.
-    pub fn from_byte(b: u8) -> Option<Self> {
-        match b {
-            1 => Some(PageKind::Leaf),
-            2 => Some(PageKind::Inner),
-            3 => Some(PageKind::Overflow),
-            4 => Some(PageKind::FreeList),
-            _ => None,
-        }
-    }
-
-    /// Name used in error messages.
-    pub fn name(self) -> &'static str {
-        match self {
-            PageKind::Leaf => "leaf",
-            PageKind::Inner => "inner",
-            PageKind::Overflow => "overflow",
-            PageKind::FreeList => "free-list",
-        }
-    }
-}
 
 /// The decoded common header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -138,31 +102,27 @@ pub fn verify(buf: &[u8], id: PageId, file: &Path) -> Result<PageHeader, PageErr
             found,
         });
     }
-    PageHeader::read(buf).ok_or_else(|| PageError::Malformed {
-        file: file.to_path_buf(),
-        page: id,
-        reason: format!("unknown page kind byte {}", buf[KIND_AT]),
-    })
+    PageHeader::read(buf).ok_or_else(|| Corruption::UnknownKind { byte: buf[KIND_AT] }.at(file, id))
 }
 
-/// Compares `prefix ++ suffix` with `q` without building the key.
+/// Compares `prefix ++ suffix` with `query` without building the key.
 #[inline]
-pub fn cmp_prefixed(prefix: &[u8], suffix: &[u8], q: &[u8]) -> std::cmp::Ordering {
-    match query_rest(prefix, q) {
+pub fn cmp_prefixed(prefix: &[u8], suffix: &[u8], query: &[u8]) -> std::cmp::Ordering {
+    match query_rest(prefix, query) {
         Ok(rest) => suffix.cmp(rest),
-        Err(o) => o.reverse(),
+        Err(order) => order.reverse(),
     }
 }
 
-/// Where `q` stands against every key that starts with `prefix`: `Ok(rest)` when `q`
-/// starts with `prefix` too (compare `rest` with the keys' suffixes), else `Err(Less)`
-/// when `q` is below all of them and `Err(Greater)` when above.
+/// Where `query` stands against every key that starts with `prefix`: `Ok(rest)` when
+/// `query` starts with `prefix` too (compare `rest` with the keys' suffixes), else
+/// `Err(Less)` when `query` is below all of them and `Err(Greater)` when above.
 #[inline]
-pub fn query_rest<'q>(prefix: &[u8], q: &'q [u8]) -> Result<&'q [u8], std::cmp::Ordering> {
-    let m = prefix.len().min(q.len());
-    match q[..m].cmp(&prefix[..m]) {
-        std::cmp::Ordering::Equal if q.len() < prefix.len() => Err(std::cmp::Ordering::Less),
-        std::cmp::Ordering::Equal => Ok(&q[prefix.len()..]),
+pub fn query_rest<'q>(prefix: &[u8], query: &'q [u8]) -> Result<&'q [u8], std::cmp::Ordering> {
+    let common = prefix.len().min(query.len());
+    match query[..common].cmp(&prefix[..common]) {
+        std::cmp::Ordering::Equal if query.len() < prefix.len() => Err(std::cmp::Ordering::Less),
+        std::cmp::Ordering::Equal => Ok(&query[prefix.len()..]),
         other => Err(other),
     }
 }
@@ -173,71 +133,55 @@ pub fn lcp(a: &[u8], b: &[u8]) -> usize {
     // A word at a time: longest-prefix lookups and leaf searches take the common prefix
     // of long chain keys. In little-endian words the first differing byte is the lowest
     // differing one.
-    let n = a.len().min(b.len());
-    let (a, b) = (&a[..n], &b[..n]);
-    let mut i = 0;
-    for (x, y) in a.chunks_exact(8).zip(b.chunks_exact(8)) {
-        let d = le_word(x) ^ le_word(y);
-        if d != 0 {
-            return i + (d.trailing_zeros() / 8) as usize;
+    let len = a.len().min(b.len());
+    let (a, b) = (&a[..len], &b[..len]);
+    let mut matched = 0;
+    for (word_a, word_b) in a.chunks_exact(8).zip(b.chunks_exact(8)) {
+        let differing = le_word(word_a) ^ le_word(word_b);
+        if differing != 0 {
+            return matched + (differing.trailing_zeros() / 8) as usize;
         }
-        i += 8;
+        matched += 8;
     }
-    while i < n && a[i] == b[i] {
-        i += 1;
+    while matched < len && a[matched] == b[matched] {
+        matched += 1;
     }
-    i
+    matched
 }
 
 /// An 8-byte chunk as a little-endian word.
 #[inline(always)]
-fn le_word(s: &[u8]) -> u64 {
-    let mut w = [0u8; 8];
-    w.copy_from_slice(s);
-    u64::from_le_bytes(w)
+fn le_word(chunk: &[u8]) -> u64 {
+    let mut word = [0u8; 8];
+    word.copy_from_slice(chunk);
+    u64::from_le_bytes(word)
 }
 
-/// Reads a little-endian u16 at `at`.
-#[inline]
-pub fn read_u16(buf: &[u8], at: usize) -> u16 {
-    // One bounds check and one load (indexing the two bytes apart costs two of each).
-    let mut b = [0u8; 2];
-    b.copy_from_slice(&buf[at..at + 2]);
-    u16::from_le_bytes(b)
+/// Defines a reader and a writer of one little-endian integer type at a byte offset.
+/// Each reader copies its bytes out with one bounds check and one load (indexing the bytes
+/// apart costs one of each per byte).
+macro_rules! little_endian {
+    ($($int:ty: $read:ident, $write:ident;)*) => {$(
+        #[doc = concat!("Reads a little-endian ", stringify!($int), " at `at`.")]
+        #[inline]
+        pub fn $read(buf: &[u8], at: usize) -> $int {
+            let mut bytes = [0u8; size_of::<$int>()];
+            bytes.copy_from_slice(&buf[at..at + size_of::<$int>()]);
+            <$int>::from_le_bytes(bytes)
+        }
+
+        #[doc = concat!("Writes a little-endian ", stringify!($int), " at `at`.")]
+        #[inline]
+        pub fn $write(buf: &mut [u8], at: usize, value: $int) {
+            buf[at..at + size_of::<$int>()].copy_from_slice(&value.to_le_bytes());
+        }
+    )*};
 }
 
-/// Reads a little-endian u32 at `at`.
-#[inline]
-pub fn read_u32(buf: &[u8], at: usize) -> u32 {
-    let mut b = [0u8; 4];
-    b.copy_from_slice(&buf[at..at + 4]);
-    u32::from_le_bytes(b)
-}
-
-/// Reads a little-endian u64 at `at`.
-#[inline]
-pub fn read_u64(buf: &[u8], at: usize) -> u64 {
-    let mut b = [0u8; 8];
-    b.copy_from_slice(&buf[at..at + 8]);
-    u64::from_le_bytes(b)
-}
-
-/// Writes a little-endian u16 at `at`.
-#[inline]
-pub fn write_u16(buf: &mut [u8], at: usize, v: u16) {
-    buf[at..at + 2].copy_from_slice(&v.to_le_bytes());
-}
-
-/// Writes a little-endian u32 at `at`.
-#[inline]
-pub fn write_u32(buf: &mut [u8], at: usize, v: u32) {
-    buf[at..at + 4].copy_from_slice(&v.to_le_bytes());
-}
-
-/// Writes a little-endian u64 at `at`.
-#[inline]
-pub fn write_u64(buf: &mut [u8], at: usize, v: u64) {
-    buf[at..at + 8].copy_from_slice(&v.to_le_bytes());
+little_endian! {
+    u16: read_u16, write_u16;
+    u32: read_u32, write_u32;
+    u64: read_u64, write_u64;
 }
 
 #[cfg(test)]
@@ -261,6 +205,70 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn header_offsets_and_sizes_are_the_documented_ones() {
+        assert_eq!(
+            (
+                CHECKSUM_AT,
+                KIND_AT,
+                FLAGS_AT,
+                COUNT_AT,
+                PAGE_ID_AT,
+                TXN_AT,
+                AUX_AT
+            ),
+            (0, 4, 5, 6, 8, 16, 24)
+        );
+        assert_eq!(HEADER_LEN, 32);
+        let sizes = [
+            KIND_AT - CHECKSUM_AT,
+            FLAGS_AT - KIND_AT,
+            COUNT_AT - FLAGS_AT,
+            PAGE_ID_AT - COUNT_AT,
+            TXN_AT - PAGE_ID_AT,
+            AUX_AT - TXN_AT,
+            HEADER_LEN - AUX_AT,
+        ];
+        assert_eq!(sizes, [4, 1, 1, 2, 8, 8, 8]);
+        let mut page = vec![0xEEu8; 64];
+        PageHeader {
+            kind: PageKind::Inner,
+            count: 0x0102,
+            id: 0x1112_1314_1516_1718,
+            txn: 0x2122_2324_2526_2728,
+            aux: 0x3132_3334_3536_3738,
+        }
+        .write(&mut page);
+        assert_eq!(&page[4..8], &[2, 0, 0x02, 0x01]);
+        assert_eq!(&page[8..16], &0x1112_1314_1516_1718u64.to_le_bytes());
+        assert_eq!(&page[16..24], &0x2122_2324_2526_2728u64.to_le_bytes());
+        assert_eq!(&page[24..32], &0x3132_3334_3536_3738u64.to_le_bytes());
+        assert_eq!(page[32], 0xEE, "the header ends at byte 32");
+        seal(&mut page);
+        assert_eq!(read_u32(&page, 0), crc32c::crc32c(&page[4..]));
+    }
+
+    #[test]
+    fn an_unknown_kind_byte_is_reported_as_such() {
+        let mut page = vec![0u8; 4096];
+        page[KIND_AT] = 9;
+        write_u64(&mut page, PAGE_ID_AT, 3);
+        seal(&mut page);
+        let err = verify(&page, 3, Path::new("f")).expect_err("kind 9");
+        assert!(matches!(
+            err,
+            PageError::Corrupt {
+                page: 3,
+                source: Corruption::UnknownKind { byte: 9 },
+                ..
+            }
+        ));
+        assert_eq!(
+            err.to_string(),
+            "f: page 3 is corrupt: unknown page kind byte 9"
+        );
     }
 
     #[test]

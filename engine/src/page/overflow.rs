@@ -1,13 +1,22 @@
-//! Overflow pages: a value too large for its leaf is stored in a run of contiguous pages,
-//! each with the common header (kind Overflow, aux = the whole value's length) followed
-//! by its slice of the value. The leaf keeps the run's first page and the length.
+//! Overflow pages: a value too large for its leaf is stored in a run of contiguous pages.
+//! The leaf keeps the run's first page and the length.
+//!
+//! | offset | size          | field                                                  |
+//! |--------|---------------|--------------------------------------------------------|
+//! | 0      | 32            | common header (kind 3, aux = the whole value's length) |
+//! | 32     | page_size - 32 | page `j`'s slice of the value (`SLICE_AT`), zero-padded |
+//!
+//! Page `j` of the run carries value bytes `j * (page_size - 32)` onwards.
 
 use super::HEADER_LEN;
+
+/// Offset of the page's slice of the value: right after the common header.
+const SLICE_AT: usize = HEADER_LEN;
 
 /// Value bytes one overflow page carries.
 #[inline]
 pub fn overflow_payload_per_page(page_size: usize) -> usize {
-    page_size - HEADER_LEN
+    page_size - SLICE_AT
 }
 
 /// Pages needed for a value of `len` bytes.
@@ -24,10 +33,10 @@ pub fn encode_overflow_run(
     txn: u64,
     page_size: usize,
 ) -> Vec<u8> {
-    let per = overflow_payload_per_page(page_size);
-    let n = overflow_pages_for(value.len(), page_size);
-    let mut buf = vec![0u8; n * page_size];
-    for (j, page) in buf.chunks_exact_mut(page_size).enumerate() {
+    let per_page = overflow_payload_per_page(page_size);
+    let pages = overflow_pages_for(value.len(), page_size);
+    let mut run = vec![0u8; pages * page_size];
+    for (j, page) in run.chunks_exact_mut(page_size).enumerate() {
         super::PageHeader {
             kind: super::PageKind::Overflow,
             count: 0,
@@ -36,11 +45,11 @@ pub fn encode_overflow_run(
             aux: value.len() as u64,
         }
         .write(page);
-        let slice = &value[(j * per).min(value.len())..((j + 1) * per).min(value.len())];
-        page[HEADER_LEN..HEADER_LEN + slice.len()].copy_from_slice(slice);
+        let slice = &value[(j * per_page).min(value.len())..((j + 1) * per_page).min(value.len())];
+        page[SLICE_AT..SLICE_AT + slice.len()].copy_from_slice(slice);
         super::seal(page);
     }
-    buf
+    run
 }
 
 /// Appends the value held in an overflow run to `out`. Returns the number of the first page
@@ -51,15 +60,15 @@ pub fn decode_overflow_run(
     page_size: usize,
     out: &mut Vec<u8>,
 ) -> Result<(), super::PageId> {
-    let per = overflow_payload_per_page(page_size);
+    let per_page = overflow_payload_per_page(page_size);
     let mut left = len as usize;
     for chunk in run.chunks_exact(page_size) {
-        let h = super::PageHeader::read(chunk);
-        if h.map(|h| h.aux) != Some(u64::from(len)) {
-            return Err(h.map_or(0, |h| h.id));
+        let header = super::PageHeader::read(chunk);
+        if header.map(|header| header.aux) != Some(u64::from(len)) {
+            return Err(header.map_or(0, |header| header.id));
         }
-        let take = left.min(per);
-        out.extend_from_slice(&chunk[HEADER_LEN..HEADER_LEN + take]);
+        let take = left.min(per_page);
+        out.extend_from_slice(&chunk[SLICE_AT..SLICE_AT + take]);
         left -= take;
     }
     Ok(())
@@ -68,6 +77,22 @@ pub fn decode_overflow_run(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn overflow_offsets_are_the_documented_ones() {
+        assert_eq!(SLICE_AT, 32);
+        assert_eq!(overflow_payload_per_page(4096), 4064);
+        let value: Vec<u8> = (0..5000u32).map(|i| (i % 251) as u8).collect();
+        let run = encode_overflow_run(&value, 10, 2, 4096);
+        let second = &run[4096..];
+        let header = super::super::PageHeader::read(second).expect("header");
+        assert_eq!(
+            (header.kind, header.id, header.aux),
+            (super::super::PageKind::Overflow, 11, 5000)
+        );
+        assert_eq!(&second[32..32 + 5000 - 4064], &value[4064..]);
+        assert!(second[32 + 5000 - 4064..].iter().all(|&b| b == 0));
+    }
 
     #[test]
     fn a_value_round_trips_through_a_run() {

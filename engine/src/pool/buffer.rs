@@ -200,13 +200,8 @@ impl BufferPool {
             PageKind::Inner => InnerView::validate(buf),
             _ => Ok(()),
         };
-        if let Err(reason) = structure {
-            return Err(PageError::Malformed {
-                file: self.path().to_path_buf(),
-                page: id,
-                reason,
-            }
-            .into());
+        if let Err(corruption) = structure {
+            return Err(corruption.at(self.path(), id).into());
         }
         Ok(h)
     }

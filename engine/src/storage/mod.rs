@@ -1,4 +1,7 @@
-//! The storage layer: a byte-addressed file under the buffer pool (and, later, the log).
+//! The storage layer: the byte-addressed files under the buffer pool (the data file) and
+//! the write-ahead log (its two files). Both reach their files only through [`Storage`],
+//! opened by a [`StorageOpener`], so tests can put a simulated or fault-injecting disk
+//! underneath.
 
 mod error;
 mod fault;
@@ -45,8 +48,9 @@ impl StorageOpener for FileOpener {
     }
 }
 
-/// A random-access file. The buffer pool reads and writes pages through it, so tests can
-/// put a fault-injecting implementation underneath.
+/// A random-access file. The buffer pool reads and writes pages through it and the log
+/// appends and reads its records through it, so tests can put a fault-injecting
+/// implementation underneath.
 pub trait Storage: Send + Sync + std::fmt::Debug + 'static {
     /// Fills `buf` from `offset`; reading past the end is a [`StorageError::ShortRead`].
     fn read_at(&self, buf: &mut [u8], offset: u64) -> Result<(), StorageError>;

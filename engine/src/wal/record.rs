@@ -1,26 +1,32 @@
-//! Log file and record layouts.
+//! Log file and record layouts: the one place they are written down, with tests that
+//! assert them; docs/durability.md explains them. Little-endian throughout.
 //!
 //! File header, `FILE_HEADER_LEN` = 32 bytes:
 //!
-//! | offset | size | field                                   |
-//! |--------|------|-----------------------------------------|
-//! | 0      | 8    | magic `AIMKVWAL`                        |
-//! | 8      | 4    | log format version (1)                  |
-//! | 12     | 4    | reserved, 0                             |
-//! | 16     | 8    | epoch: +1 at each switch of files       |
-//! | 24     | 4    | crc32c of bytes 0..24                   |
-//! | 28     | 4    | reserved, 0                             |
+//! | offset | size | field                                   | constant        |
+//! |--------|------|-----------------------------------------|-----------------|
+//! | 0      | 8    | magic `AIMKVWAL`                        | `WAL_MAGIC`     |
+//! | 8      | 4    | log format version (`WAL_VERSION`, 1)   | `VERSION_AT`    |
+//! | 12     | 4    | reserved, 0                             |                 |
+//! | 16     | 8    | epoch: +1 at each switch of files       | `EPOCH_AT`      |
+//! | 24     | 4    | crc32c of bytes 0..24                   | `HEADER_CRC_AT` |
+//! | 28     | 4    | reserved, 0 (not checksummed)           |                 |
 //!
-//! Records follow, each starting at a multiple of 8:
+//! Records follow, each starting at a multiple of 8 (`ALIGN`), with a header of
+//! `RECORD_HEADER_LEN` = 24 bytes:
 //!
-//! | offset | size | field                                             |
-//! |--------|------|---------------------------------------------------|
-//! | 0      | 4    | crc32c of the file's epoch (8 bytes) then bytes 4..24+len: a record left from another use of the file fails it |
-//! | 4      | 4    | payload length `len`                              |
-//! | 8      | 8    | commit sequence                                   |
-//! | 16     | 8    | synced: every commit up to this one was on disk when this record was written |
-//! | 24     | len  | payload: op count u32, then per op: kind u8 (1 put, 2 delete), key length u32, [value length u32], key, [value] |
-//! | ...    |      | zero padding to a multiple of 8                   |
+//! | offset | size | field                                                  | constant          |
+//! |--------|------|--------------------------------------------------------|-------------------|
+//! | 0      | 4    | crc32c of the file's epoch (8 bytes), then bytes 4..24+len | `RECORD_CRC_AT` |
+//! | 4      | 4    | payload length `len`                                   | `RECORD_LEN_AT`   |
+//! | 8      | 8    | commit sequence                                        | `RECORD_SEQ_AT`   |
+//! | 16     | 8    | synced: every commit up to this one was on disk when this record was written | `SYNCED_AT` |
+//! | 24     | len  | payload                                                | `RECORD_HEADER_LEN` |
+//! | ...    |      | zero padding to a multiple of 8                        |                   |
+//!
+//! The epoch in the checksum makes a record left from another use of the file fail it.
+//! The payload is an op count u32, then per op: kind u8 (`OP_PUT` 1, `OP_DELETE` 2), key
+//! length u32, value length u32 (puts only), key, value (puts only).
 
 use std::mem::size_of;
 
@@ -30,16 +36,29 @@ use crate::page::{read_u32, read_u64, write_u32, write_u64};
 pub const WAL_MAGIC: [u8; 8] = *b"AIMKVWAL";
 /// Log format version.
 pub const WAL_VERSION: u32 = 1;
+/// Offset of the format version, after the magic.
 const VERSION_AT: usize = WAL_MAGIC.len();
+/// Offset of the epoch: a reserved u32 follows the version.
 const EPOCH_AT: usize = VERSION_AT + 2 * size_of::<u32>();
+/// Offset of the header's checksum, which covers everything before it.
 const HEADER_CRC_AT: usize = EPOCH_AT + size_of::<u64>();
-/// Bytes of the file header.
+/// Bytes of the file header: the checksum and a reserved u32.
 pub const FILE_HEADER_LEN: usize = HEADER_CRC_AT + 2 * size_of::<u32>();
-/// Bytes of a record header.
-pub const RECORD_HEADER_LEN: usize = 2 * size_of::<u32>() + 2 * size_of::<u64>();
-const SYNCED_AT: usize = 16;
+/// Offset of a record's checksum.
+const RECORD_CRC_AT: usize = 0;
+/// Offset of a record's payload length.
+const RECORD_LEN_AT: usize = RECORD_CRC_AT + size_of::<u32>();
+/// Offset of a record's commit sequence.
+const RECORD_SEQ_AT: usize = RECORD_LEN_AT + size_of::<u32>();
+/// Offset of a record's synced watermark.
+const SYNCED_AT: usize = RECORD_SEQ_AT + size_of::<u64>();
+/// Bytes of a record header; the payload follows.
+pub const RECORD_HEADER_LEN: usize = SYNCED_AT + size_of::<u64>();
+/// Records start at multiples of this.
 const ALIGN: usize = 8;
+/// Op kind byte of a put.
 const OP_PUT: u8 = 1;
+/// Op kind byte of a delete.
 const OP_DELETE: u8 = 2;
 
 /// Mutations in order: a value to put, or None to delete.
@@ -151,13 +170,13 @@ pub fn frame_record(epoch: u64, seq: u64, synced: u64, n_ops: u32, ops: &[u8], o
     out.clear();
     let len = size_of::<u32>() + ops.len();
     out.resize(RECORD_HEADER_LEN, 0);
-    write_u32(out, 4, len as u32);
-    write_u64(out, 8, seq);
+    write_u32(out, RECORD_LEN_AT, len as u32);
+    write_u64(out, RECORD_SEQ_AT, seq);
     write_u64(out, SYNCED_AT, synced);
     out.extend_from_slice(&n_ops.to_le_bytes());
     out.extend_from_slice(ops);
-    let crc = record_crc(epoch, &out[4..]);
-    write_u32(out, 0, crc);
+    let crc = record_crc(epoch, &out[RECORD_LEN_AT..]);
+    write_u32(out, RECORD_CRC_AT, crc);
     out.resize(out.len().div_ceil(ALIGN) * ALIGN, 0);
 }
 
@@ -182,25 +201,30 @@ fn take<'a>(buf: &'a [u8], at: &mut usize, n: usize) -> Option<&'a [u8]> {
     Some(s)
 }
 
-fn decode_payload(p: &[u8]) -> Option<Ops> {
+/// The u32 at `*at`, moving `at` past it.
+fn take_u32(buf: &[u8], at: &mut usize) -> Option<u32> {
+    take(buf, at, size_of::<u32>()).map(|bytes| read_u32(bytes, 0))
+}
+
+fn decode_payload(payload: &[u8]) -> Option<Ops> {
     let mut at = 0;
-    let n = u32::from_le_bytes(take(p, &mut at, 4)?.try_into().ok()?);
-    let mut ops = Vec::with_capacity(n.min(1 << 16) as usize);
-    for _ in 0..n {
-        let kind = *take(p, &mut at, 1)?.first()?;
-        let klen = u32::from_le_bytes(take(p, &mut at, 4)?.try_into().ok()?) as usize;
+    let count = take_u32(payload, &mut at)?;
+    let mut ops = Vec::with_capacity(count.min(1 << 16) as usize);
+    for _ in 0..count {
+        let kind = *take(payload, &mut at, 1)?.first()?;
+        let key_len = take_u32(payload, &mut at)? as usize;
         match kind {
             OP_PUT => {
-                let vlen = u32::from_le_bytes(take(p, &mut at, 4)?.try_into().ok()?) as usize;
-                let k = take(p, &mut at, klen)?.to_vec();
-                let v = take(p, &mut at, vlen)?.to_vec();
-                ops.push((k, Some(v)));
+                let value_len = take_u32(payload, &mut at)? as usize;
+                let key = take(payload, &mut at, key_len)?.to_vec();
+                let value = take(payload, &mut at, value_len)?.to_vec();
+                ops.push((key, Some(value)));
             }
-            OP_DELETE => ops.push((take(p, &mut at, klen)?.to_vec(), None)),
+            OP_DELETE => ops.push((take(payload, &mut at, key_len)?.to_vec(), None)),
             _ => return None,
         }
     }
-    (at == p.len()).then_some(ops)
+    (at == payload.len()).then_some(ops)
 }
 
 /// Parses the record at `at` of a file of `epoch`.
@@ -214,21 +238,21 @@ pub fn parse_record(buf: &[u8], at: usize, epoch: u64) -> Parsed {
     if h.iter().all(|&b| b == 0) {
         return Parsed::End;
     }
-    let len = read_u32(h, 4) as usize;
+    let len = read_u32(h, RECORD_LEN_AT) as usize;
     let end = at + RECORD_HEADER_LEN + len;
-    let Some(body) = buf.get(at + 4..end) else {
+    let Some(body) = buf.get(at + RECORD_LEN_AT..end) else {
         return Parsed::Bad(format!(
             "record of {len} bytes runs past the end of the file"
         ));
     };
-    let stored = read_u32(h, 0);
+    let stored = read_u32(h, RECORD_CRC_AT);
     let computed = record_crc(epoch, body);
     if stored != computed {
         return Parsed::Bad(format!(
             "checksum {stored:#010x} stored, {computed:#010x} computed"
         ));
     }
-    let seq = read_u64(h, 8);
+    let seq = read_u64(h, RECORD_SEQ_AT);
     let synced = read_u64(h, SYNCED_AT);
     match decode_payload(&buf[at + RECORD_HEADER_LEN..end]) {
         Some(ops) => Parsed::Record(Record { seq, synced, ops }, end.div_ceil(ALIGN) * ALIGN),
@@ -269,6 +293,46 @@ mod tests {
         assert_eq!(read_u64(&h, 16), 0x0102_0304_0506_0708);
         assert_eq!(read_u32(&h, 24), crc32c::crc32c(&h[..24]));
         assert_eq!(decode_header(&h), Ok(0x0102_0304_0506_0708));
+        assert_eq!(&h[12..16], &[0; 4], "reserved");
+        assert_eq!(&h[28..32], &[0; 4], "reserved");
+    }
+
+    #[test]
+    fn record_offsets_are_the_documented_ones() {
+        assert_eq!(
+            (RECORD_CRC_AT, RECORD_LEN_AT, RECORD_SEQ_AT, SYNCED_AT),
+            (0, 4, 8, 16)
+        );
+        assert_eq!((RECORD_HEADER_LEN, ALIGN, OP_PUT, OP_DELETE), (24, 8, 1, 2));
+        let mut ops = Vec::new();
+        encode_ops(&mut ops, b"key", Some(b"value"));
+        encode_ops(&mut ops, b"gone", None);
+        assert_eq!(
+            ops,
+            [
+                &[1u8][..],
+                &3u32.to_le_bytes(),
+                &5u32.to_le_bytes(),
+                b"key",
+                b"value",
+                &[2u8],
+                &4u32.to_le_bytes(),
+                b"gone",
+            ]
+            .concat()
+        );
+        let mut rec = Vec::new();
+        frame_record(9, 0x11, 0x10, 2, &ops, &mut rec);
+        let len = size_of::<u32>() + ops.len();
+        assert_eq!(read_u32(&rec, 4) as usize, len);
+        assert_eq!(read_u64(&rec, 8), 0x11);
+        assert_eq!(read_u64(&rec, 16), 0x10);
+        assert_eq!(read_u32(&rec, 24), 2, "op count");
+        assert_eq!(&rec[28..28 + ops.len()], ops.as_slice());
+        assert_eq!(rec.len(), (24 + len).div_ceil(8) * 8);
+        assert!(rec[24 + len..].iter().all(|&b| b == 0), "padding");
+        let crc = crc32c::crc32c_append(crc32c::crc32c(&9u64.to_le_bytes()), &rec[4..24 + len]);
+        assert_eq!(read_u32(&rec, 0), crc);
     }
 
     #[test]

@@ -1,0 +1,309 @@
+//! Building leaf pages: the owned entries a writer edits, their exact encoded size, and
+//! the encoder (plus the decoder back to owned entries). The layout is in `layout.rs`.
+
+use super::layout::{
+    fragment_len_at, LEAF_CELL_FIXED, LEAF_FIXED, LEAF_RESTART, OVERFLOW_BIT, OVERFLOW_PAYLOAD,
+    PLAIN_CELL_FIXED, RESTART_AT, VALUE_WORD_AT,
+};
+use super::view::{LeafView, ValueCell};
+use crate::page::header::{lcp, write_u16, write_u32, write_u64};
+use crate::page::slotted::{PREFIX_LEN_AT, SLOT};
+use crate::page::{PageHeader, PageId, PageKind};
+
+/// A value in a decoded leaf.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Value {
+    /// Stored in the leaf.
+    Inline(Vec<u8>),
+    /// Stored in an overflow run.
+    Overflow {
+        /// First page of the run.
+        first: PageId,
+        /// Value length in bytes.
+        len: u32,
+    },
+}
+
+impl Value {
+    /// Bytes the value takes in its cell.
+    #[inline]
+    pub fn stored_len(&self) -> usize {
+        match self {
+            Value::Inline(value) => value.len(),
+            Value::Overflow { .. } => OVERFLOW_PAYLOAD,
+        }
+    }
+
+    /// Converts a borrowed cell into an owned value.
+    pub fn from_cell(cell: ValueCell<'_>) -> Self {
+        match cell {
+            ValueCell::Inline(value) => Value::Inline(value.to_vec()),
+            ValueCell::Overflow { first, len } => Value::Overflow { first, len },
+        }
+    }
+}
+
+/// One key and its value in a decoded leaf.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeafEntry {
+    /// The whole key.
+    pub key: Vec<u8>,
+    /// Its value.
+    pub value: Value,
+}
+
+impl LeafEntry {
+    /// An entry with an inline value, for tests.
+    #[cfg(test)]
+    pub fn inline(key: &[u8], value: &[u8]) -> Self {
+        LeafEntry {
+            key: key.to_vec(),
+            value: Value::Inline(value.to_vec()),
+        }
+    }
+}
+
+/// The exact encoded size of a run of ascending entries, grown one entry at a time: the
+/// bulk loader and the splitter use it to fill pages.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LeafSizer {
+    /// Entries so far.
+    entries: usize,
+    /// Page prefix length: the common prefix of the first and the last key.
+    prefix_len: usize,
+    /// Front-coded: slots, cell headers, stored values and the fragments of non-restart
+    /// entries.
+    coded: usize,
+    /// Plain: slots, cell headers, stored values and whole keys.
+    plain: usize,
+    /// Whole lengths of the restart keys (their fragments are these minus the prefix).
+    restart_keys: usize,
+    /// Restart entries.
+    restarts: usize,
+}
+
+impl LeafSizer {
+    /// The run with one more entry: a `key_len`-byte key sharing `lcp_prev` bytes with
+    /// the previous key of the run and `lcp_first` with the first (both ignored for the
+    /// first entry), whose value takes `stored` bytes in its cell.
+    #[inline]
+    pub fn with(self, key_len: usize, lcp_prev: usize, lcp_first: usize, stored: usize) -> Self {
+        let mut run = self;
+        if run.entries == 0 {
+            run.prefix_len = key_len.min(u16::MAX as usize);
+        } else {
+            run.prefix_len = run.prefix_len.min(lcp_first);
+        }
+        if run.entries.is_multiple_of(LEAF_RESTART) {
+            run.restarts += 1;
+            run.restart_keys += key_len;
+        } else {
+            run.coded += key_len - lcp_prev;
+        }
+        run.coded += SLOT + LEAF_CELL_FIXED + stored;
+        run.plain += SLOT + PLAIN_CELL_FIXED + stored + key_len;
+        run.entries += 1;
+        run
+    }
+
+    /// Adds `entry`, which follows `previous` (None for the first entry) and `first` in
+    /// the run.
+    #[inline]
+    pub fn with_entry(
+        self,
+        first: &LeafEntry,
+        previous: Option<&LeafEntry>,
+        entry: &LeafEntry,
+    ) -> Self {
+        let (lcp_prev, lcp_first) = match previous {
+            Some(previous) => (lcp(&previous.key, &entry.key), lcp(&first.key, &entry.key)),
+            None => (0, entry.key.len()),
+        };
+        self.with(
+            entry.key.len(),
+            lcp_prev,
+            lcp_first,
+            entry.value.stored_len(),
+        )
+    }
+
+    /// The restart interval the run is encoded with and the bytes it takes as one page:
+    /// front-coded when that saves at least an eighth of the plain size.
+    #[inline]
+    pub fn choice(&self) -> (usize, usize) {
+        let prefix = LEAF_FIXED + self.prefix_len;
+        let coded = prefix + self.coded + self.restart_keys - self.restarts * self.prefix_len;
+        let plain = prefix + self.plain - self.entries * self.prefix_len;
+        if coded * 8 <= plain * 7 {
+            (LEAF_RESTART, coded)
+        } else {
+            (1, plain)
+        }
+    }
+
+    /// Bytes the run takes as one page.
+    #[inline]
+    pub fn size(&self) -> usize {
+        self.choice().1
+    }
+}
+
+/// A leaf decoded for modification by a writer.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LeafNode {
+    /// Entries in ascending key order.
+    pub entries: Vec<LeafEntry>,
+}
+
+impl LeafNode {
+    /// Decodes a validated leaf page.
+    pub fn decode(view: &LeafView<'_>) -> Self {
+        let mut entries = Vec::with_capacity(view.len());
+        let mut key = view.prefix().to_vec();
+        let prefix_len = key.len();
+        for i in 0..view.len() {
+            view.step_key(i, prefix_len, &mut key);
+            entries.push(LeafEntry {
+                key: key.clone(),
+                value: Value::from_cell(view.value(i)),
+            });
+        }
+        LeafNode { entries }
+    }
+
+    /// Length of the prefix shared by all entries of `entries`.
+    pub fn prefix_len(entries: &[LeafEntry]) -> usize {
+        match (entries.first(), entries.last()) {
+            (Some(first), Some(last)) => lcp(&first.key, &last.key).min(u16::MAX as usize),
+            _ => 0,
+        }
+    }
+
+    fn sizer(entries: &[LeafEntry]) -> LeafSizer {
+        let mut run = LeafSizer::default();
+        for (i, entry) in entries.iter().enumerate() {
+            run = run.with_entry(&entries[0], i.checked_sub(1).map(|p| &entries[p]), entry);
+        }
+        run
+    }
+
+    /// Bytes `entries` take when encoded as one page.
+    pub fn encoded_len(entries: &[LeafEntry]) -> usize {
+        Self::sizer(entries).size()
+    }
+
+    /// Encodes `entries` as leaf page `id` written by commit `txn` into `out` (one page,
+    /// zero-filled first). The caller has checked that they fit. Does not seal.
+    pub fn encode(entries: &[LeafEntry], id: PageId, txn: u64, out: &mut [u8]) {
+        out.fill(0);
+        let prefix_len = Self::prefix_len(entries);
+        let (restart_interval, _) = Self::sizer(entries).choice();
+        let plain_at = fragment_len_at(restart_interval);
+        PageHeader {
+            kind: PageKind::Leaf,
+            count: entries.len() as u16,
+            id,
+            txn,
+            aux: 0,
+        }
+        .write(out);
+        write_u16(out, PREFIX_LEN_AT, prefix_len as u16);
+        write_u16(out, RESTART_AT, restart_interval as u16);
+        if let Some(first) = entries.first() {
+            out[LEAF_FIXED..LEAF_FIXED + prefix_len].copy_from_slice(&first.key[..prefix_len]);
+        }
+        let mut end = out.len();
+        let mut previous: &[u8] = &[];
+        for (i, entry) in entries.iter().enumerate() {
+            let suffix = &entry.key[prefix_len..];
+            let shared = if i % restart_interval == 0 {
+                0
+            } else {
+                lcp(previous, suffix).min(u16::MAX as usize)
+            };
+            let fragment = &suffix[shared..];
+            previous = suffix;
+            let cell_len = plain_at + PLAIN_CELL_FIXED + fragment.len() + entry.value.stored_len();
+            end -= cell_len;
+            write_u16(out, LEAF_FIXED + prefix_len + SLOT * i, end as u16);
+            if plain_at != 0 {
+                write_u16(out, end, shared as u16);
+            }
+            let plain = end + plain_at;
+            let word_at = plain + VALUE_WORD_AT;
+            write_u16(out, plain, fragment.len() as u16);
+            let body = plain + PLAIN_CELL_FIXED;
+            out[body..body + fragment.len()].copy_from_slice(fragment);
+            let payload = body + fragment.len();
+            match &entry.value {
+                Value::Inline(value) => {
+                    write_u32(out, word_at, value.len() as u32);
+                    out[payload..payload + value.len()].copy_from_slice(value);
+                }
+                Value::Overflow { first, len } => {
+                    write_u32(out, word_at, len | OVERFLOW_BIT);
+                    write_u64(out, payload, *first);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::page::header::{read_u16, read_u32, read_u64};
+
+    #[test]
+    fn the_encoder_writes_the_documented_layout() {
+        // Two 52-byte keys that differ in their last byte, then "b": no page prefix, and
+        // front coding saves more than an eighth.
+        let mut first = b"a".to_vec();
+        first.extend([b'x'; 50]);
+        let mut second = first.clone();
+        first.push(b'0');
+        second.push(b'1');
+        let entries = vec![
+            LeafEntry::inline(&first, b"va"),
+            LeafEntry {
+                key: second,
+                value: Value::Overflow {
+                    first: 77,
+                    len: 5000,
+                },
+            },
+            LeafEntry::inline(b"b", b""),
+        ];
+        let mut page = vec![0u8; 512];
+        LeafNode::encode(&entries, 9, 4, &mut page);
+        assert_eq!(PageHeader::read(&page).map(|h| h.count), Some(3));
+        assert_eq!(read_u16(&page, 32), 0, "prefix length");
+        assert_eq!(read_u16(&page, 34) as usize, LEAF_RESTART);
+        // Slots from 36; cells packed from the end in entry order.
+        let cells = [0, 1, 2].map(|i| read_u16(&page, 36 + 2 * i) as usize);
+        assert_eq!(
+            cells,
+            [512 - (8 + 52 + 2), 450 - (8 + 1 + 8), 433 - (8 + 1)]
+        );
+        let [restart, shared, last] = cells;
+        // Entry 0, a restart: shared 0, the whole key as fragment, value word 2, "va".
+        assert_eq!(read_u16(&page, restart), 0);
+        assert_eq!(read_u16(&page, restart + 2), 52);
+        assert_eq!(read_u32(&page, restart + 4), 2);
+        assert_eq!(&page[restart + 8..restart + 60], first.as_slice());
+        assert_eq!(&page[restart + 60..restart + 62], b"va");
+        // Entry 1 shares 51 bytes: fragment "1", an overflow word and the run's page.
+        assert_eq!(read_u16(&page, shared), 51);
+        assert_eq!(read_u16(&page, shared + 2), 1);
+        assert_eq!(read_u32(&page, shared + 4), OVERFLOW_BIT | 5000);
+        assert_eq!(page[shared + 8], b'1');
+        assert_eq!(read_u64(&page, shared + 9), 77);
+        // Entry 2 shares nothing.
+        assert_eq!(read_u16(&page, last), 0);
+        assert_eq!(read_u16(&page, last + 2), 1);
+        assert_eq!(read_u32(&page, last + 4), 0);
+        assert_eq!(page[last + 8], b'b');
+        assert_eq!(LeafNode::encoded_len(&entries), 512 - (last - (36 + 6)));
+        assert_eq!(LeafNode::decode(&LeafView::new(&page)).entries, entries);
+    }
+}
