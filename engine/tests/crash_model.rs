@@ -9,7 +9,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use aimeta_engine::storage::{FaultPlan, FaultyOpener, SimDisk};
-use aimeta_engine::{Durability, Tree, TreeConfig, WriteBatch};
+use aimeta_engine::{Durability, Readable, Tree, TreeConfig, WriteBatch};
 use proptest::prelude::*;
 
 #[derive(Debug, Clone)]

@@ -11,7 +11,7 @@ mod common;
 use std::collections::BTreeMap;
 use std::ops::Bound;
 
-use aimeta_engine::{Tree, TreeConfig};
+use aimeta_engine::{Readable, Tree, TreeConfig};
 use common::{model_lpm, model_range, seeded, Rng, TestResult};
 use rand::{Rng as _, RngExt as _};
 

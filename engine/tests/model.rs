@@ -6,7 +6,7 @@ mod common;
 use std::collections::BTreeMap;
 use std::ops::Bound;
 
-use aimeta_engine::{Tree, TreeConfig, WriteBatch};
+use aimeta_engine::{Readable, Tree, TreeConfig, WriteBatch};
 use common::{model_list, model_lpm, model_range};
 use proptest::prelude::*;
 
