@@ -7,7 +7,7 @@
 
 use std::path::{Path, PathBuf};
 
-use aimeta_engine::{KeyItem, ScanIo, Tree, TreeConfig, WriteBatch};
+use aimeta_engine::{KeyItem, Readable, ScanIo, Tree, TreeConfig, WriteBatch};
 
 use crate::api::{
     Capabilities, CasOutcome, Durability, IoCounters, KvEngine, KvPair, ListItem, LpmMethod,
@@ -26,8 +26,8 @@ pub struct AimetaEngine {
     dir: PathBuf,
 }
 
-fn berr(op: &'static str) -> impl FnOnce(aimeta_engine::Error) -> Error {
-    move |e| Error::backend(NAME, op, e)
+fn berr<E: Into<aimeta_engine::Error>>(op: &'static str) -> impl FnOnce(E) -> Error {
+    move |e| Error::backend(NAME, op, e.into())
 }
 
 impl AimetaEngine {

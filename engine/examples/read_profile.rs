@@ -19,7 +19,7 @@ use std::hint::black_box;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use aimeta_engine::{Durability, Tree, TreeConfig};
+use aimeta_engine::{Durability, Readable, Tree, TreeConfig};
 use rand::{Rng as _, RngExt as _};
 
 const CACHE_BYTES: u64 = 16 << 20;

@@ -1,4 +1,7 @@
-//! The engine's top-level error, wrapping the typed errors of each layer.
+//! The engine's errors, one type per operation as redb has them: [`OpenError`] for
+//! `Tree::open`, [`Error`] for reads and writes, and the layers' own errors
+//! ([`StorageError`], [`PageError`], [`WalError`]) inside both. Each converts into
+//! [`Error`], the umbrella, with `From`, so `?` gathers them in one type.
 
 use std::path::PathBuf;
 
@@ -9,7 +12,8 @@ pub use crate::wal::WalError;
 /// Result alias used across the engine.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-/// Everything the engine can refuse or fail with.
+/// Everything the engine can refuse or fail with: what a read or a write returns, and
+/// every other error converted into it.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
@@ -57,6 +61,37 @@ pub enum Error {
         max: usize,
     },
 
+    /// Opening the tree failed for a reason only opening has (an [`OpenError`] converted
+    /// with `From`; its storage, page and log errors become the variants above).
+    #[error(transparent)]
+    Open(OpenError),
+
+    /// `bulk_load` was called on a tree that already holds entries.
+    #[error("bulk_load needs an empty tree, but this one holds {entries} entries: load into a new directory or use write batches")]
+    BulkLoadNotEmpty {
+        /// Entries already in the tree.
+        entries: u64,
+    },
+
+    /// `bulk_load` input was not strictly ascending.
+    #[error("bulk_load input must be sorted and free of duplicates, but entry {index} is not greater than the one before it: sort and deduplicate the input")]
+    BulkLoadUnsorted {
+        /// Zero-based position of the offending entry.
+        index: u64,
+    },
+
+    /// A structural invariant failed while checking or walking the tree.
+    #[error("tree integrity check failed: {reason}")]
+    Integrity {
+        /// Which invariant failed and where.
+        reason: String,
+    },
+}
+
+/// Why `Tree::open` refused or failed to open a tree directory.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum OpenError {
     /// The tree directory holds files that are not this engine's.
     #[error("{dir} holds {found:?}, which is not an aimeta-engine tree: give Tree::open an empty or new directory, or one made by this engine")]
     ForeignDirectory {
@@ -65,6 +100,38 @@ pub enum Error {
         /// One of the unexpected entries found there.
         found: String,
     },
+
+    /// Another process has the tree open.
+    #[error("{dir} is open in another process: close it there first")]
+    AlreadyOpen {
+        /// The directory given to `TreeConfig::new`.
+        dir: PathBuf,
+    },
+
+    /// A configuration value is out of range.
+    #[error("invalid configuration: {reason}")]
+    InvalidConfig {
+        /// What is wrong and what is accepted.
+        reason: String,
+    },
+
+    /// The buffer-pool budget cannot hold the pages the tree needs at once.
+    #[error("buffer pool budget of {given} bytes is below the minimum of {min} bytes ({min_pages} pages of {page_size} bytes): raise TreeConfig::cache_bytes")]
+    CacheTooSmall {
+        /// Budget requested.
+        given: u64,
+        /// Smallest budget accepted.
+        min: u64,
+        /// The same minimum counted in pages.
+        min_pages: u64,
+        /// Page size of the tree.
+        page_size: u32,
+    },
+
+    /// Creating, listing, locking, reading or writing the tree's files failed at the
+    /// operating-system level.
+    #[error(transparent)]
+    Storage(#[from] StorageError),
 
     /// The data file's superblock does not start with this engine's magic number.
     #[error("{file} is not an aimeta-engine data file (bad magic number {found:02x?}): point TreeConfig at the right directory")]
@@ -98,6 +165,11 @@ pub enum Error {
         supported: u32,
     },
 
+    /// The write-ahead log cannot be replayed: damaged before its tail or in a header its
+    /// records do not restore, missing commits, or written by a newer build.
+    #[error(transparent)]
+    Wal(#[from] WalError),
+
     /// Both superblock copies failed their checks.
     #[error("{file}: both superblock copies are corrupt ({first}; {second}); restore the directory from a backup")]
     SuperblockCorrupt {
@@ -109,46 +181,55 @@ pub enum Error {
         second: String,
     },
 
-    /// The buffer-pool budget cannot hold the pages the tree needs at once.
-    #[error("buffer pool budget of {given} bytes is below the minimum of {min} bytes ({min_pages} pages of {page_size} bytes): raise TreeConfig::cache_bytes")]
-    CacheTooSmall {
-        /// Budget requested.
-        given: u64,
-        /// Smallest budget accepted.
-        min: u64,
-        /// The same minimum counted in pages.
-        min_pages: u64,
-        /// Page size of the tree.
-        page_size: u32,
-    },
-
-    /// A configuration value is out of range.
-    #[error("invalid configuration: {reason}")]
-    InvalidConfig {
-        /// What is wrong and what is accepted.
+    /// The free list the superblock names is damaged.
+    #[error("{file}: the free list is corrupt at page {page} ({reason}); restore the directory from a backup")]
+    FreeListCorrupt {
+        /// The data file.
+        file: PathBuf,
+        /// The free-list page that failed.
+        page: u64,
+        /// What is wrong with it.
         reason: String,
     },
 
-    /// `bulk_load` was called on a tree that already holds entries.
-    #[error("bulk_load needs an empty tree, but this one holds {entries} entries: load into a new directory or use write batches")]
-    BulkLoadNotEmpty {
-        /// Entries already in the tree.
-        entries: u64,
-    },
+    /// A page read while opening (the root, a free-list page, a page the log replays
+    /// into) failed its checksum or structural checks: the data file is corrupt.
+    #[error(transparent)]
+    Page(#[from] PageError),
 
-    /// `bulk_load` input was not strictly ascending.
-    #[error("bulk_load input must be sorted and free of duplicates, but entry {index} is not greater than the one before it: sort and deduplicate the input")]
-    BulkLoadUnsorted {
-        /// Zero-based position of the offending entry.
-        index: u64,
-    },
+    /// Reading the existing tree or replaying its log failed with an error a read or a
+    /// write returns too (an integrity failure, say); converting it into [`Error`] gives
+    /// that error back.
+    #[error(transparent)]
+    Recovery(Box<Error>),
+}
 
-    /// A structural invariant failed while checking or walking the tree.
-    #[error("tree integrity check failed: {reason}")]
-    Integrity {
-        /// Which invariant failed and where.
-        reason: String,
-    },
+impl From<OpenError> for Error {
+    /// Storage, page and log errors keep their own variants of [`Error`], so a caller
+    /// matches them alike whichever operation failed; the rest become [`Error::Open`].
+    fn from(e: OpenError) -> Self {
+        match e {
+            OpenError::Storage(e) => Error::Storage(e),
+            OpenError::Page(e) => Error::Page(e),
+            OpenError::Wal(e) => Error::Wal(e),
+            OpenError::Recovery(e) => *e,
+            other => Error::Open(other),
+        }
+    }
+}
+
+impl From<Error> for OpenError {
+    /// What reading or replaying during open returns: storage, page and log errors keep
+    /// their variants, anything else is [`OpenError::Recovery`].
+    fn from(e: Error) -> Self {
+        match e {
+            Error::Storage(e) => OpenError::Storage(e),
+            Error::Page(e) => OpenError::Page(e),
+            Error::Wal(e) => OpenError::Wal(e),
+            Error::Open(e) => e,
+            other => OpenError::Recovery(Box::new(other)),
+        }
+    }
 }
 
 /// Which check a corrupt page failed, for callers that branch on it.
@@ -165,26 +246,152 @@ pub enum PageErrorKind {
     Malformed,
 }
 
+fn kind_of(e: &PageError) -> PageErrorKind {
+    match e {
+        PageError::ChecksumMismatch { .. } => PageErrorKind::Checksum,
+        PageError::WrongPageId { .. } => PageErrorKind::WrongPage,
+        PageError::UnexpectedKind { .. } => PageErrorKind::WrongKind,
+        _ => PageErrorKind::Malformed,
+    }
+}
+
 impl Error {
     /// For page corruption, which check failed.
     pub fn page_error_kind(&self) -> Option<PageErrorKind> {
         match self {
-            Error::Page(PageError::ChecksumMismatch { .. }) => Some(PageErrorKind::Checksum),
-            Error::Page(PageError::WrongPageId { .. }) => Some(PageErrorKind::WrongPage),
-            Error::Page(PageError::UnexpectedKind { .. }) => Some(PageErrorKind::WrongKind),
-            Error::Page(_) => Some(PageErrorKind::Malformed),
+            Error::Page(e) => Some(kind_of(e)),
+            Error::Open(e) => e.page_error_kind(),
             _ => None,
         }
     }
 
     /// True when the error reports on-disk corruption rather than bad input or an I/O failure.
     pub fn is_corruption(&self) -> bool {
-        matches!(
-            self,
-            Error::Page(_)
-                | Error::Wal(_)
-                | Error::SuperblockCorrupt { .. }
-                | Error::Integrity { .. }
+        match self {
+            Error::Page(_) | Error::Wal(_) | Error::Integrity { .. } => true,
+            Error::Open(e) => e.is_corruption(),
+            _ => false,
+        }
+    }
+}
+
+impl OpenError {
+    /// For page corruption, which check failed.
+    pub fn page_error_kind(&self) -> Option<PageErrorKind> {
+        match self {
+            OpenError::Page(e) => Some(kind_of(e)),
+            OpenError::Recovery(e) => e.page_error_kind(),
+            _ => None,
+        }
+    }
+
+    /// True when the error reports on-disk corruption rather than bad input, a refused
+    /// directory or an I/O failure.
+    pub fn is_corruption(&self) -> bool {
+        match self {
+            OpenError::Page(_)
+            | OpenError::Wal(_)
+            | OpenError::SuperblockCorrupt { .. }
+            | OpenError::FreeListCorrupt { .. } => true,
+            OpenError::Recovery(e) => e.is_corruption(),
+            _ => false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::error::Error as _;
+
+    use super::*;
+
+    fn io_failure() -> StorageError {
+        StorageError::io(
+            "read",
+            "/trees/a/data.aimkv",
+            4096,
+            std::io::Error::other("disk gone"),
         )
+    }
+
+    #[test]
+    fn every_error_can_cross_threads_and_box_into_dyn_error() {
+        fn check<E: std::error::Error + Send + Sync + 'static>() {}
+        check::<Error>();
+        check::<OpenError>();
+    }
+
+    #[test]
+    fn an_open_error_converts_into_the_same_variant_of_the_umbrella_error() {
+        let e = Error::from(OpenError::Storage(io_failure()));
+        assert!(matches!(
+            e,
+            Error::Storage(StorageError::Io { offset: 4096, .. })
+        ));
+        // The chain reaches the operating system's error, as before the conversion.
+        let source = e.source().expect("the I/O error is the source");
+        assert_eq!(source.to_string(), "disk gone");
+
+        let refused = OpenError::CacheTooSmall {
+            given: 4096,
+            min: 32768,
+            min_pages: 8,
+            page_size: 4096,
+        };
+        let message = refused.to_string();
+        let e = Error::from(refused);
+        assert!(matches!(
+            e,
+            Error::Open(OpenError::CacheTooSmall { given: 4096, .. })
+        ));
+        assert_eq!(e.to_string(), message);
+        assert!(
+            message.contains("raise TreeConfig::cache_bytes"),
+            "{message}"
+        );
+        assert!(!e.is_corruption());
+    }
+
+    #[test]
+    fn a_read_error_met_while_opening_converts_back_unchanged() {
+        let during_open = OpenError::from(Error::Integrity {
+            reason: "leaf 7 is out of order".into(),
+        });
+        assert!(matches!(during_open, OpenError::Recovery(_)));
+        assert!(during_open.is_corruption());
+        assert_eq!(
+            during_open.to_string(),
+            "tree integrity check failed: leaf 7 is out of order"
+        );
+        assert!(matches!(Error::from(during_open), Error::Integrity { .. }));
+        // Storage, page and log errors keep their own variants in both directions.
+        assert!(matches!(
+            OpenError::from(Error::Storage(io_failure())),
+            OpenError::Storage(_)
+        ));
+    }
+
+    #[test]
+    fn superblock_and_free_list_damage_are_corruption_and_a_refused_directory_is_not() {
+        let corrupt = OpenError::SuperblockCorrupt {
+            file: "/trees/a/data.aimkv".into(),
+            first: "checksum mismatch".into(),
+            second: "bad magic".into(),
+        };
+        assert!(corrupt.is_corruption());
+        assert!(Error::from(corrupt).is_corruption());
+        let free_list = OpenError::FreeListCorrupt {
+            file: "/trees/a/data.aimkv".into(),
+            page: 9,
+            reason: "the page has no header".into(),
+        };
+        assert!(free_list.is_corruption());
+        assert!(free_list.to_string().contains("page 9"), "{free_list}");
+        let foreign = OpenError::ForeignDirectory {
+            dir: "/trees/a".into(),
+            found: "notes.txt".into(),
+        };
+        assert!(!foreign.is_corruption());
+        assert_eq!(foreign.page_error_kind(), None);
     }
 }

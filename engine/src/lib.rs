@@ -7,8 +7,13 @@
 //! Pages are prefix-compressed and inner pages carry per-child entry counts, so a count is
 //! two descents. Readers never wait: each sees one committed version.
 //!
+//! Reads are the methods of the [`Readable`] trait, implemented by [`Tree`] (each read
+//! sees the latest commit) and by [`Snapshot`] (every read sees the commit it was taken
+//! at). Opening fails with an [`OpenError`]; reads and writes with an [`Error`], which
+//! every error of the crate converts into.
+//!
 //! ```
-//! use aimeta_engine::{KeyItem, Tree, TreeConfig};
+//! use aimeta_engine::{KeyItem, Readable, Tree, TreeConfig};
 //!
 //! # fn main() -> Result<(), aimeta_engine::Error> {
 //! let dir = tempfile::tempdir().expect("temp dir");
@@ -36,6 +41,12 @@
 //! // Counts, compare-and-swap, checkpoints.
 //! assert_eq!(tree.count_prefix(b"ds/")?, 3);
 //! assert!(tree.compare_and_swap(b"kv/llama70b/0a1b2c3d", Some(b"block 7"), Some(b"block 8"))?.is_ok());
+//!
+//! // A snapshot reads through the same trait, and keeps seeing its commit.
+//! let snapshot = tree.snapshot();
+//! tree.delete(b"kv/llama70b/0a1b2c3d")?;
+//! assert_eq!(snapshot.get(b"kv/llama70b/0a1b2c3d")?, Some(b"block 8".to_vec()));
+//! assert_eq!(tree.get(b"kv/llama70b/0a1b2c3d")?, None);
 //! tree.checkpoint()?;
 //! assert_eq!(tree.metrics().bm_scan_full_blob_reads, 0);
 //! # Ok(())
@@ -59,13 +70,13 @@ mod tree;
 mod wal;
 
 pub use btree::{CheckReport, KeyItem, MAX_KEY_LEN, MAX_VALUE_LEN};
-pub use error::{Error, PageError, PageErrorKind, Result, StorageError, WalError};
+pub use error::{Error, OpenError, PageError, PageErrorKind, Result, StorageError, WalError};
 /// What is wrong with a page's layout, carried by [`PageError::Corrupt`].
 pub use page::Corruption;
 pub use pool::{Metrics, ScanIo};
 pub use tree::{
-    CasConflict, Durability, Keys, KeysBuilder, Range, RangeBuilder, Snapshot, Tree, TreeConfig,
-    WriteBatch,
+    CasConflict, Durability, Keys, KeysBuilder, Range, RangeBuilder, Readable, Snapshot, Tree,
+    TreeConfig, WriteBatch,
 };
 
 /// The README's example, compiled and run as a doc test.

@@ -1,7 +1,7 @@
 //! Bad input gets a typed error whose message says what to do, never a panic.
 
 use aimeta_engine::testing::{Superblock, FORMAT_VERSION};
-use aimeta_engine::{Error, Tree, TreeConfig, MAX_KEY_LEN, MAX_VALUE_LEN};
+use aimeta_engine::{Error, OpenError, Readable, Tree, TreeConfig, MAX_KEY_LEN, MAX_VALUE_LEN};
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
 
@@ -55,7 +55,7 @@ fn a_directory_holding_other_files_is_refused() -> TestResult {
     let dir = tempfile::tempdir()?;
     std::fs::write(dir.path().join("notes.txt"), b"hello")?;
     let e = Tree::open(TreeConfig::new(dir.path())).expect_err("foreign dir");
-    assert!(matches!(e, Error::ForeignDirectory { .. }), "{e}");
+    assert!(matches!(e, OpenError::ForeignDirectory { .. }), "{e}");
     assert!(
         e.to_string().contains("notes.txt") && e.to_string().contains("empty"),
         "{e}"
@@ -67,55 +67,46 @@ fn a_directory_holding_other_files_is_refused() -> TestResult {
 fn a_budget_below_the_minimum_is_refused() -> TestResult {
     let dir = tempfile::tempdir()?;
     let e = Tree::open(TreeConfig::new(dir.path()).cache_bytes(4096)).expect_err("tiny pool");
-    assert!(matches!(e, Error::CacheTooSmall { .. }), "{e}");
+    assert!(matches!(e, OpenError::CacheTooSmall { .. }), "{e}");
     assert!(e.to_string().contains("cache_bytes"), "{e}");
     let e =
         Tree::open(TreeConfig::new(dir.path().join("x")).page_size(3000)).expect_err("page size");
-    assert!(matches!(e, Error::InvalidConfig { .. }), "{e}");
+    assert!(matches!(e, OpenError::InvalidConfig { .. }), "{e}");
     Ok(())
 }
 
-#[test]
-fn a_file_of_a_newer_format_is_refused() -> TestResult {
+/// A closed store whose superblock copies both say format `version`.
+fn store_of_format(version: u32) -> Result<tempfile::TempDir, Box<dyn std::error::Error>> {
     let dir = tempfile::tempdir()?;
     drop(Tree::open(TreeConfig::new(dir.path()))?);
     let path = dir.path().join("data.aimkv");
     let mut bytes = std::fs::read(&path)?;
     let sb = Superblock::decode(&bytes[..128]).map_err(|e| e.to_string())?;
     for slot in 0..2usize {
-        let newer = Superblock {
-            version: FORMAT_VERSION + 1,
-            ..sb
-        };
-        newer.encode(&mut bytes[slot * 4096..slot * 4096 + 128]);
+        let copy = Superblock { version, ..sb };
+        copy.encode(&mut bytes[slot * 4096..slot * 4096 + 128]);
     }
     std::fs::write(&path, &bytes)?;
+    Ok(dir)
+}
+
+#[test]
+fn a_file_of_a_newer_format_is_refused() -> TestResult {
+    let dir = store_of_format(FORMAT_VERSION + 1)?;
     let e = Tree::open(TreeConfig::new(dir.path())).expect_err("newer format");
-    assert!(matches!(e, Error::FormatTooNew { .. }), "{e}");
+    assert!(matches!(e, OpenError::FormatTooNew { .. }), "{e}");
     assert!(e.to_string().contains("newer aimeta-engine"), "{e}");
     Ok(())
 }
 
 #[test]
 fn a_file_of_the_older_unfronted_format_is_refused_with_advice() -> TestResult {
-    let dir = tempfile::tempdir()?;
-    drop(Tree::open(TreeConfig::new(dir.path()))?);
-    let path = dir.path().join("data.aimkv");
-    let mut bytes = std::fs::read(&path)?;
-    let sb = Superblock::decode(&bytes[..128]).map_err(|e| e.to_string())?;
-    for slot in 0..2usize {
-        let older = Superblock {
-            version: FORMAT_VERSION - 1,
-            ..sb
-        };
-        older.encode(&mut bytes[slot * 4096..slot * 4096 + 128]);
-    }
-    std::fs::write(&path, &bytes)?;
+    let dir = store_of_format(FORMAT_VERSION - 1)?;
     let e = Tree::open(TreeConfig::new(dir.path())).expect_err("older format");
     assert!(
         matches!(
             e,
-            Error::FormatTooOld {
+            OpenError::FormatTooOld {
                 found: 1,
                 supported: 2,
                 ..
@@ -132,7 +123,7 @@ fn a_foreign_data_file_is_refused() -> TestResult {
     let dir = tempfile::tempdir()?;
     std::fs::write(dir.path().join("data.aimkv"), vec![0x5Au8; 16384])?;
     let e = Tree::open(TreeConfig::new(dir.path())).expect_err("foreign file");
-    assert!(matches!(e, Error::BadMagic { .. }), "{e}");
+    assert!(matches!(e, OpenError::BadMagic { .. }), "{e}");
     Ok(())
 }
 

@@ -20,7 +20,7 @@ use std::thread;
 use std::time::Duration;
 
 use aimeta_engine::storage::{FaultPlan, FaultyOpener, SimDisk};
-use aimeta_engine::{Durability, Tree, TreeConfig};
+use aimeta_engine::{Durability, Readable, Tree, TreeConfig};
 use common::{
     apply_to_model, check_prefix_scan, check_stamped, env_count, mixed_value, seeded, Ops, Rng,
     TestResult,
@@ -90,7 +90,7 @@ impl Harness {
         })
     }
 
-    fn open(&self, mode: Durability) -> aimeta_engine::Result<Tree> {
+    fn open(&self, mode: Durability) -> Result<Tree, aimeta_engine::OpenError> {
         Tree::open(
             TreeConfig::new(self.dir.path())
                 .cache_bytes(64 * 4096)

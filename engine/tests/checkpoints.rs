@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use aimeta_engine::storage::{FaultPlan, FaultyOpener, SimDisk};
-use aimeta_engine::{Durability, Tree, TreeConfig};
+use aimeta_engine::{Durability, Readable, Tree, TreeConfig};
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
 

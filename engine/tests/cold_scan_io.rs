@@ -6,7 +6,7 @@ mod common;
 
 use std::collections::BTreeSet;
 
-use aimeta_engine::{ScanIo, Tree, TreeConfig};
+use aimeta_engine::{Readable, ScanIo, Tree, TreeConfig};
 use common::{manifest_key, manifest_value, TestResult};
 
 const SHARDS: u32 = 40;
@@ -26,7 +26,7 @@ fn load(dir: &std::path::Path) -> TestResult {
     Ok(())
 }
 
-fn cold(dir: &std::path::Path, mode: ScanIo) -> Result<Tree, aimeta_engine::Error> {
+fn cold(dir: &std::path::Path, mode: ScanIo) -> Result<Tree, aimeta_engine::OpenError> {
     Tree::open(
         TreeConfig::new(dir)
             .cache_bytes(POOL_PAGES * 4096)

@@ -11,7 +11,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use aimeta_engine::storage::{FaultPlan, FaultyOpener, SimDisk};
-use aimeta_engine::{Durability, Tree, TreeConfig};
+use aimeta_engine::{Durability, Readable, Tree, TreeConfig};
 use common::{apply_batch, env_count, Ops};
 use proptest::prelude::*;
 

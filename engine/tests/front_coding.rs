@@ -11,7 +11,7 @@ mod common;
 use std::collections::BTreeMap;
 use std::ops::Bound;
 
-use aimeta_engine::{Tree, TreeConfig};
+use aimeta_engine::{Readable, Tree, TreeConfig};
 use common::{model_lpm, model_range, seeded, Rng, TestResult};
 use rand::{Rng as _, RngExt as _};
 
@@ -131,7 +131,7 @@ fn verify(tree: &Tree, model: &BTreeMap<Vec<u8>, Vec<u8>>, rng: &mut Rng) -> Tes
 }
 
 /// The tree under test: a 64-page pool, so that the data sets here do not fit it.
-fn open(dir: &std::path::Path) -> aimeta_engine::Result<Tree> {
+fn open(dir: &std::path::Path) -> Result<Tree, aimeta_engine::OpenError> {
     Tree::open(TreeConfig::new(dir).cache_bytes(64 * 4096))
 }
 

@@ -5,11 +5,11 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use aimeta_engine::storage::{FaultPlan, FaultyOpener, FileOpener};
-use aimeta_engine::{Durability, Error, Tree, TreeConfig};
+use aimeta_engine::{Durability, Error, OpenError, Readable, Tree, TreeConfig};
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
 
-fn open(dir: &std::path::Path, plan: &Arc<FaultPlan>, sync: bool) -> Result<Tree, Error> {
+fn open(dir: &std::path::Path, plan: &Arc<FaultPlan>, sync: bool) -> Result<Tree, OpenError> {
     Tree::open(
         TreeConfig::new(dir)
             .durability(Durability::Wal { sync })

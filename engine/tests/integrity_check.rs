@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use aimeta_engine::storage::SimDisk;
-use aimeta_engine::{Error, Tree, TreeConfig};
+use aimeta_engine::{OpenError, Readable, Tree, TreeConfig};
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
 
@@ -34,7 +34,7 @@ impl Store {
     }
 
     /// The store, opened.
-    fn open(&self) -> Result<Tree, Error> {
+    fn open(&self) -> Result<Tree, OpenError> {
         open(&self.disk, self.dir.path())
     }
 }
@@ -44,7 +44,7 @@ const KIND_LEAF: u8 = 1;
 const KIND_OVERFLOW: u8 = 3;
 const BIG: usize = 20_000;
 
-fn open(disk: &SimDisk, dir: &Path) -> Result<Tree, Error> {
+fn open(disk: &SimDisk, dir: &Path) -> Result<Tree, OpenError> {
     Tree::open(
         TreeConfig::new(dir)
             .cache_bytes(16 * PAGE as u64)

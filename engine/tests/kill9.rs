@@ -23,7 +23,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use aimeta_engine::storage::{FileOpener, Storage, StorageError, StorageOpener};
-use aimeta_engine::{Durability, Tree, TreeConfig};
+use aimeta_engine::{Durability, Readable, Tree, TreeConfig};
 use common::{apply_to_model, batch_of, env_count, seeded, stamped_value, Ops, TestResult};
 use rand::RngExt as _;
 

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use aimeta_engine::storage::{FaultPlan, FaultyOpener, SimDisk};
 use aimeta_engine::testing::FILE_HEADER_LEN;
 use aimeta_engine::WalError;
-use aimeta_engine::{Durability, Error, Tree, TreeConfig};
+use aimeta_engine::{Durability, OpenError, Readable, Tree, TreeConfig};
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
 /// The files of a store: path and bytes.
@@ -21,7 +21,7 @@ type Image = Vec<(PathBuf, Vec<u8>)>;
 const COMMITS: u32 = 40;
 const FILES: [&str; 3] = ["data.aimkv", "wal-0.log", "wal-1.log"];
 
-fn open(disk: &SimDisk, plan: &Arc<FaultPlan>, dir: &Path) -> Result<Tree, Error> {
+fn open(disk: &SimDisk, plan: &Arc<FaultPlan>, dir: &Path) -> Result<Tree, OpenError> {
     Tree::open(
         TreeConfig::new(dir)
             .cache_bytes(64 * 4096)
@@ -125,7 +125,7 @@ fn both_log_headers_damaged_with_records_behind_them_is_an_error_naming_a_file()
     let disk = disk_with(&files);
     let e = open(&disk, &FaultPlan::new(""), dir.path()).expect_err("both headers damaged");
     assert!(
-        matches!(e, Error::Wal(WalError::DamagedHeader { .. })),
+        matches!(e, OpenError::Wal(WalError::DamagedHeader { .. })),
         "{e}"
     );
     let msg = e.to_string();

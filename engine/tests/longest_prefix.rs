@@ -6,7 +6,7 @@ mod common;
 
 use std::collections::BTreeMap;
 
-use aimeta_engine::{Tree, TreeConfig};
+use aimeta_engine::{Readable, Tree, TreeConfig};
 use common::{model_lpm, seeded, Rng, TestResult};
 use rand::{Rng as _, RngExt as _};
 

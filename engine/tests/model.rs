@@ -6,7 +6,7 @@ mod common;
 use std::collections::BTreeMap;
 use std::ops::Bound;
 
-use aimeta_engine::{Tree, TreeConfig};
+use aimeta_engine::{Readable, Tree, TreeConfig};
 use common::{apply_batch, env_count, model_list, model_lpm, model_range, Ops};
 use proptest::prelude::*;
 

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use aimeta_engine::storage::{FaultPlan, FaultyOpener, FileOpener};
 use aimeta_engine::testing::{Superblock, FORMAT_VERSION};
-use aimeta_engine::{Durability, Error, Tree, TreeConfig};
+use aimeta_engine::{Durability, OpenError, Tree, TreeConfig};
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
 
@@ -70,7 +70,7 @@ fn a_newer_version_in_either_superblock_copy_refuses_the_open_and_writes_nothing
 
         let e = Tree::open(config(dir.path())).expect_err("a newer superblock copy");
         assert!(
-            matches!(e, Error::FormatTooNew { found, .. } if found == FORMAT_VERSION + 1),
+            matches!(e, OpenError::FormatTooNew { found, .. } if found == FORMAT_VERSION + 1),
             "slot {slot}: {e}"
         );
         assert!(e.to_string().contains("newer aimeta-engine"), "{e}");

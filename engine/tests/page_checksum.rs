@@ -3,7 +3,7 @@
 
 mod common;
 
-use aimeta_engine::{Error, PageErrorKind, Tree, TreeConfig};
+use aimeta_engine::{Error, PageErrorKind, Readable, Tree, TreeConfig};
 use common::{manifest_key, manifest_value, TestResult};
 
 #[test]

@@ -5,7 +5,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use aimeta_engine::{Tree, TreeConfig, WriteBatch};
+use aimeta_engine::{Readable, Tree, TreeConfig, WriteBatch};
 
 const ACCOUNTS: u64 = 2_000;
 const START: u64 = 1_000;

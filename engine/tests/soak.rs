@@ -24,7 +24,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use aimeta_engine::storage::{FaultPlan, FaultyOpener, FileOpener};
-use aimeta_engine::{Tree, TreeConfig};
+use aimeta_engine::{Readable, Tree, TreeConfig};
 use common::{
     apply_batch, check_prefix_scan, check_stamped, env_count, mixed_value, seeded, Rng, TestResult,
 };

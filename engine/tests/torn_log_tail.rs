@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use aimeta_engine::storage::{FaultPlan, FaultyOpener, SimDisk};
-use aimeta_engine::{Durability, Error, Tree, TreeConfig};
+use aimeta_engine::{Durability, Error, OpenError, Readable, Tree, TreeConfig};
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
 
@@ -31,7 +31,7 @@ impl Setup {
         })
     }
 
-    fn open(&self) -> Result<Tree, Error> {
+    fn open(&self) -> Result<Tree, OpenError> {
         Tree::open(
             TreeConfig::new(self.dir.path())
                 .durability(Durability::Wal { sync: self.sync })
@@ -124,7 +124,7 @@ fn damage_before_a_synced_record_is_an_error_naming_the_log() -> TestResult {
     let err = s
         .open()
         .expect_err("damage before synced records must not be skipped");
-    assert!(matches!(err, Error::Wal(_)), "{err}");
+    assert!(matches!(err, OpenError::Wal(_)), "{err}");
     assert!(err.is_corruption());
     let msg = err.to_string();
     assert!(

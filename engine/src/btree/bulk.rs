@@ -3,8 +3,8 @@
 //! and scans can read it with few, large requests), then the inner levels above them.
 //! Pages go straight to the file, bypassing the pool; the caller ends with a checkpoint.
 
+use super::limits::{check_key, check_value};
 use super::split::shortest_separator;
-use super::{MAX_KEY_LEN, MAX_VALUE_LEN};
 use crate::error::{Error, Result};
 use crate::frame::Allocator;
 use crate::page::encode_overflow_run;
@@ -119,21 +119,8 @@ where
 
     for (index, (k, v)) in items.into_iter().enumerate() {
         let (k, v) = (k.as_ref(), v.as_ref());
-        if k.is_empty() {
-            return Err(Error::EmptyKey { max: MAX_KEY_LEN });
-        }
-        if k.len() > MAX_KEY_LEN {
-            return Err(Error::KeyTooLarge {
-                len: k.len(),
-                max: MAX_KEY_LEN,
-            });
-        }
-        if v.len() > MAX_VALUE_LEN {
-            return Err(Error::ValueTooLarge {
-                len: v.len(),
-                max: MAX_VALUE_LEN,
-            });
-        }
+        check_key(k)?;
+        check_value(v)?;
         let last = entries
             .last()
             .map(|e| e.key.as_slice())

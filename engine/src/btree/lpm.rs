@@ -185,7 +185,7 @@ mod tests {
         }
         tree.bulk_load(keys.iter().map(|k| (k, k))).expect("load");
         let sh = &tree.shared;
-        let v = sh.current.load_full();
+        let v = sh.current_version();
         assert!(v.height >= 3, "height {}", v.height);
         let list: Vec<Vec<u8>> = keys.iter().cloned().collect();
         for n in 0..4000 {
@@ -200,7 +200,7 @@ mod tests {
             };
             for boundary in [None, Some(b'/')] {
                 let want = brute(&keys, &q, boundary);
-                let got = longest_prefix_in(&sh.pool, &v, &q, boundary, |k, cell| {
+                let got = longest_prefix_in(sh.pool(), &v, &q, boundary, |k, cell| {
                     assert_eq!(cell, ValueCell::Inline(k));
                     Ok(k.len())
                 })

@@ -6,6 +6,7 @@ mod bulk;
 mod check;
 mod cursor;
 mod keys;
+mod limits;
 mod lpm;
 mod read;
 mod split;
@@ -16,12 +17,8 @@ pub use bulk::bulk_load;
 pub use check::{check_tree, CheckReport};
 pub use cursor::{Cursor, ScanBounds};
 pub use keys::{prefix_successor, KeyItem, ListState};
+pub use limits::{check_key, check_value, MAX_KEY_LEN, MAX_VALUE_LEN};
 pub use lpm::longest_prefix_in;
 pub use read::{count_range, get_value, leaf_page_of, read_value};
 pub use version::Version;
 pub use write::{Mutation, WriteTxn};
-
-/// Longest key accepted.
-pub const MAX_KEY_LEN: usize = 1024;
-/// Largest value accepted (stored through overflow pages beyond the inline limit).
-pub const MAX_VALUE_LEN: usize = 64 * 1024 * 1024;

@@ -1,4 +1,4 @@
-//! Point reads and counts: one descent each, no cursor.
+//! Point reads, counts and the first key of a version: one descent each, no cursor.
 
 use std::ops::Bound;
 use std::sync::Arc;
@@ -116,6 +116,30 @@ pub fn read_value(pool: &BufferPool, cell: ValueCell<'_>, out: &mut Vec<u8>) -> 
         }
     }
     Ok(())
+}
+
+impl Version {
+    /// The smallest key of this version (None when it holds none): one descent along
+    /// the first children the first time, then kept. Longest-prefix lookups use it to
+    /// stop as soon as a candidate is below every key, instead of descending to the
+    /// first leaf to find nothing there.
+    pub fn first_key(&self, pool: &BufferPool) -> Result<Option<&[u8]>> {
+        self.first_key_or_init(|| {
+            let Some(root) = &self.root else {
+                return Ok(None);
+            };
+            let mut page = root.clone();
+            for level in (0..self.height - 1).rev() {
+                page = child(pool, &page, 0, level, Access::Walk)?;
+            }
+            let leaf = page.leaf();
+            Ok((!leaf.is_empty()).then(|| {
+                let mut k = Vec::new();
+                leaf.key_into(0, &mut k);
+                k.into_boxed_slice()
+            }))
+        })
+    }
 }
 
 /// Number of keys below `key` (or at most `key` when `inclusive`): one descent that adds

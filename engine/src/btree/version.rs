@@ -2,9 +2,8 @@
 
 use std::sync::{Arc, OnceLock};
 
-use super::read::child;
 use crate::error::Result;
-use crate::pool::{Access, BufferPool, Page};
+use crate::pool::Page;
 
 /// The tree as of one commit. Readers hold it for the life of a snapshot; its root page
 /// stays pinned in memory while it is the current version.
@@ -39,30 +38,16 @@ impl Version {
         Version::new(seq, None, 0, 0)
     }
 
-    /// The smallest key of this version (None when it holds none): one descent along
-    /// the first children the first time, then kept. Longest-prefix lookups use it to
-    /// stop as soon as a candidate is below every key, instead of descending to the
-    /// first leaf to find nothing there.
-    pub fn first_key(&self, pool: &BufferPool) -> Result<Option<&[u8]>> {
+    /// The smallest key, computed by `compute` the first time it is asked for and then
+    /// kept (the descent that finds it lives with the other descents, in `read`).
+    pub(crate) fn first_key_or_init(
+        &self,
+        compute: impl FnOnce() -> Result<Option<Box<[u8]>>>,
+    ) -> Result<Option<&[u8]>> {
         if let Some(k) = self.first_key.get() {
             return Ok(k.as_deref());
         }
-        let key = match &self.root {
-            None => None,
-            Some(root) => {
-                let mut page = root.clone();
-                for level in (0..self.height - 1).rev() {
-                    page = child(pool, &page, 0, level, Access::Walk)?;
-                }
-                let leaf = page.leaf();
-                (!leaf.is_empty()).then(|| {
-                    let mut k = Vec::new();
-                    leaf.key_into(0, &mut k);
-                    k.into_boxed_slice()
-                })
-            }
-        };
-        let _ = self.first_key.set(key);
-        Ok(self.first_key.get().and_then(|k| k.as_deref()))
+        let key = compute()?;
+        Ok(self.first_key.get_or_init(|| key).as_deref())
     }
 }

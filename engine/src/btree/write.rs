@@ -1008,7 +1008,7 @@ pub(in crate::btree) mod tests {
         let model = entries(&mut rng, 500);
         fx.put_all(&model);
         let (free, pages) = (fx.alloc.free_pages(), fx.alloc.page_count());
-        let extents = fx.alloc.extents_for_checkpoint();
+        let extents = fx.alloc.extents_for_checkpoint(&[]);
         let more = entries(&mut rng, 2000);
         {
             let cur = fx.version.clone();
@@ -1037,7 +1037,7 @@ pub(in crate::btree) mod tests {
                 _ => want.push((pages, grown)),
             }
         }
-        assert_eq!(fx.alloc.extents_for_checkpoint(), want);
+        assert_eq!(fx.alloc.extents_for_checkpoint(&[]), want);
         let v = fx.version.clone();
         assert_reads(&fx, &v, &model);
         assert_eq!(fx.get(&v, b"big"), None);

@@ -208,9 +208,10 @@ impl Allocator {
         out
     }
 
-    /// Every extent free with respect to the tree as of now (free space and all pending
-    /// frees), for the checkpoint's free list.
-    pub fn extents_for_checkpoint(&self) -> Vec<(PageId, u64)> {
+    /// Every extent free with respect to the tree as of now (free space, all pending
+    /// frees and the single pages `also_free`), sorted and coalesced, for the checkpoint's
+    /// free list.
+    pub fn extents_for_checkpoint(&self, also_free: &[PageId]) -> Vec<(PageId, u64)> {
         let mut all: Vec<(PageId, u64)> = self.free.iter().map(|(&s, &l)| (s, l)).collect();
         all.extend(
             self.pending
@@ -218,6 +219,7 @@ impl Allocator {
                 .chain(&self.awaiting_checkpoint)
                 .map(|p| (p.first, p.len)),
         );
+        all.extend(also_free.iter().map(|&p| (p, 1)));
         all.sort_unstable();
         let mut merged: Vec<(PageId, u64)> = Vec::with_capacity(all.len());
         for (s, l) in all {
@@ -303,15 +305,21 @@ mod tests {
         }
     }
 
+    /// An allocator whose first two data pages, `p` and `q`, were freed: each was created
+    /// by the first commit of its `(created, freed)` pair and replaced by the second.
+    fn two_deferred(p_life: (u64, u64), q_life: (u64, u64)) -> (Allocator, PageId, PageId) {
+        let mut a = Allocator::new(geo(), 0, []);
+        let (p, q) = (a.alloc(1), a.alloc(1));
+        a.defer(p, 1, p_life.0, p_life.1);
+        a.defer(q, 1, q_life.0, q_life.1);
+        (a, p, q)
+    }
+
     #[test]
     fn deferred_frees_wait_for_readers_and_checkpoints() {
-        let mut a = Allocator::new(geo(), 0, []);
-        let p = a.alloc(1);
-        let q = a.alloc(1);
-        // p was created after the last checkpoint (0): only readers hold it back.
-        a.defer(p, 1, 5, 7);
-        // q is part of durable checkpoint 3: it must wait for a checkpoint at or after 7.
-        a.defer(q, 1, 2, 7);
+        // p was created after the last checkpoint (0): only readers hold it back. q is
+        // part of durable checkpoint 3: it must wait for a checkpoint at or after 7.
+        let (mut a, p, q) = two_deferred((5, 7), (2, 7));
         assert!(a.reclaim(6, durable(3)).is_empty());
         assert_eq!(a.reclaim(7, durable(3)), vec![(p, 1)]);
         assert!(a.reclaim(9, durable(6)).is_empty());
@@ -321,14 +329,10 @@ mod tests {
 
     #[test]
     fn a_checkpoint_being_written_holds_the_pages_it_references() {
-        let mut a = Allocator::new(geo(), 0, []);
-        let p = a.alloc(1);
-        let q = a.alloc(1);
         // Both created after the durable checkpoint 3; checkpoint 6 is being written.
         // p (created 5, replaced 7) is in checkpoint 6's tree; q (created 4, replaced 6)
         // is not.
-        a.defer(p, 1, 5, 7);
-        a.defer(q, 1, 4, 6);
+        let (mut a, p, q) = two_deferred((5, 7), (4, 6));
         let writing = Recoverable {
             durable: 3,
             in_flight: Some(6),

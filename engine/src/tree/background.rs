@@ -1,13 +1,12 @@
 //! The background checkpointer: a thread that checkpoints when the log passes its size
-//! threshold (writers kick it) or when the interval elapses with changes pending. It holds
-//! only a weak reference, so it never keeps a closed tree alive, and it stops (joined)
-//! when the last `Tree` handle is dropped.
+//! threshold (writers kick it) or when the interval elapses with changes pending. What it
+//! runs holds only a weak reference to the tree, so it never keeps a closed tree alive,
+//! and it stops (joined) when the last `Tree` handle is dropped.
 
-use std::sync::{Arc, Condvar, Mutex, Weak};
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use super::shared::Shared;
 use crate::pool::lock;
 
 /// Wake-ups for the checkpointer.
@@ -61,9 +60,11 @@ pub(crate) struct Background {
 }
 
 impl Background {
-    /// Starts a checkpointer for `shared`, or a handle that does nothing when disabled.
+    /// Starts a thread that calls `checkpoint` on each kick or interval until it returns
+    /// false (the tree is gone) or the handle is dropped; a handle that does nothing when
+    /// disabled.
     pub fn start(
-        shared: Weak<Shared>,
+        mut checkpoint: impl FnMut() -> bool + Send + 'static,
         signal: Arc<Signal>,
         every: Duration,
         enabled: bool,
@@ -74,11 +75,9 @@ impl Background {
                 .name("aimeta-checkpointer".into())
                 .spawn(move || {
                     while signal.wait(every) {
-                        let Some(sh) = shared.upgrade() else {
+                        if !checkpoint() {
                             return;
-                        };
-                        // A failure poisons the tree and is reported to its writers.
-                        let _ = sh.checkpoint();
+                        }
                     }
                 })
                 .ok()

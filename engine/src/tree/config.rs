@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::builder::setters;
 use crate::pool::ScanIo;
 use crate::storage::{FileOpener, StorageOpener};
 
@@ -39,13 +40,24 @@ pub const DEFAULT_READAHEAD_BYTES: u32 = 64 * 1024;
 /// Fewest pages a pool may hold.
 pub const MIN_CACHE_PAGES: u64 = 8;
 
+/// The buffer-pool budget as it was given: the last of `cache_bytes` and `cache_frames`
+/// wins, and frames are counted in the frame size of the tree that is opened.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum CacheBudget {
+    /// `DEFAULT_CACHE_FRAMES` frames.
+    Default,
+    /// This many bytes.
+    Bytes(u64),
+    /// This many frames.
+    Frames(u64),
+}
+
 /// How to open a tree. Page and frame sizes apply when the tree is created; an existing
 /// tree keeps the sizes recorded in its superblock.
 #[derive(Debug, Clone)]
 pub struct TreeConfig {
     pub(crate) dir: PathBuf,
-    pub(crate) cache_bytes: Option<u64>,
-    pub(crate) cache_frames: Option<u64>,
+    pub(crate) cache: CacheBudget,
     pub(crate) page_size: u32,
     pub(crate) frame_size: u32,
     pub(crate) scan_io: ScanIo,
@@ -63,8 +75,7 @@ impl TreeConfig {
     pub fn new(dir: impl AsRef<Path>) -> Self {
         TreeConfig {
             dir: dir.as_ref().to_path_buf(),
-            cache_bytes: None,
-            cache_frames: None,
+            cache: CacheBudget::Default,
             page_size: DEFAULT_PAGE_SIZE,
             frame_size: DEFAULT_FRAME_SIZE,
             scan_io: ScanIo::Paged,
@@ -77,74 +88,31 @@ impl TreeConfig {
         }
     }
 
-    /// What commits promise (default `Durability::Wal { sync: false }`).
-    pub fn durability(mut self, d: Durability) -> Self {
-        self.durability = d;
-        self
-    }
-
-    /// Runs the background checkpointer (default on).
-    pub fn background_checkpoints(mut self, on: bool) -> Self {
-        self.background_checkpoints = on;
-        self
-    }
-
-    /// The background checkpointer runs at least this often while there are changes.
-    pub fn checkpoint_interval(mut self, every: Duration) -> Self {
-        self.checkpoint_interval = every;
-        self
-    }
-
-    /// The background checkpointer runs once the log holds this many bytes.
-    pub fn checkpoint_log_bytes(mut self, bytes: u64) -> Self {
-        self.checkpoint_log_bytes = bytes;
-        self
-    }
-
-    /// Opens the tree's files through `opener` instead of the file system: tests pass a
-    /// simulated disk or a fault injector.
-    pub fn storage(mut self, opener: Arc<dyn StorageOpener>) -> Self {
-        self.opener = opener;
-        self
-    }
-
-    /// Buffer-pool budget in bytes.
-    pub fn cache_bytes(mut self, bytes: u64) -> Self {
-        self.cache_bytes = Some(bytes);
-        self.cache_frames = None;
-        self
-    }
-
-    /// Buffer-pool budget in frames (the seed report's form: 512 frames = 256 MiB).
-    pub fn cache_frames(mut self, frames: u64) -> Self {
-        self.cache_frames = Some(frames);
-        self.cache_bytes = None;
-        self
-    }
-
-    /// Page size for a new tree (a power of two from 4 to 32 KiB).
-    pub fn page_size(mut self, bytes: u32) -> Self {
-        self.page_size = bytes;
-        self
-    }
-
-    /// Frame size for a new tree (a power of two, at least two pages).
-    pub fn frame_size(mut self, bytes: u32) -> Self {
-        self.frame_size = bytes;
-        self
-    }
-
-    /// How scans and longest-prefix lookups read missing pages; `ScanIo::FullFrame`
-    /// reproduces the peer engine's whole-frame reads for comparison.
-    pub fn scan_io(mut self, mode: ScanIo) -> Self {
-        self.scan_io = mode;
-        self
-    }
-
-    /// Largest readahead request of a sequential scan, in bytes (0 disables readahead).
-    pub fn readahead_bytes(mut self, bytes: u32) -> Self {
-        self.readahead_bytes = bytes;
-        self
+    setters! {
+        /// What commits promise (default `Durability::Wal { sync: false }`).
+        durability(d: Durability) => durability = d;
+        /// Runs the background checkpointer (default on).
+        background_checkpoints(on: bool) => background_checkpoints = on;
+        /// The background checkpointer runs at least this often while there are changes.
+        checkpoint_interval(every: Duration) => checkpoint_interval = every;
+        /// The background checkpointer runs once the log holds this many bytes.
+        checkpoint_log_bytes(bytes: u64) => checkpoint_log_bytes = bytes;
+        /// Opens the tree's files through `opener` instead of the file system: tests pass a
+        /// simulated disk or a fault injector.
+        storage(opener: Arc<dyn StorageOpener>) => opener = opener;
+        /// Buffer-pool budget in bytes.
+        cache_bytes(bytes: u64) => cache = CacheBudget::Bytes(bytes);
+        /// Buffer-pool budget in frames (the seed report's form: 512 frames = 256 MiB).
+        cache_frames(frames: u64) => cache = CacheBudget::Frames(frames);
+        /// Page size for a new tree (a power of two from 4 to 32 KiB).
+        page_size(bytes: u32) => page_size = bytes;
+        /// Frame size for a new tree (a power of two, at least two pages).
+        frame_size(bytes: u32) => frame_size = bytes;
+        /// How scans and longest-prefix lookups read missing pages; `ScanIo::FullFrame`
+        /// reproduces the peer engine's whole-frame reads for comparison.
+        scan_io(mode: ScanIo) => scan_io = mode;
+        /// Largest readahead request of a sequential scan, in bytes (0 disables readahead).
+        readahead_bytes(bytes: u32) => readahead_bytes = bytes;
     }
 
     /// The tree's directory.
@@ -154,10 +122,46 @@ impl TreeConfig {
 
     /// The budget in bytes, given the frame size in use.
     pub(crate) fn budget_bytes(&self, frame_size: u32) -> u64 {
-        match (self.cache_bytes, self.cache_frames) {
-            (Some(b), _) => b,
-            (None, Some(f)) => f.saturating_mul(u64::from(frame_size)),
-            (None, None) => DEFAULT_CACHE_FRAMES * u64::from(frame_size),
+        match self.cache {
+            CacheBudget::Bytes(b) => b,
+            CacheBudget::Frames(f) => f.saturating_mul(u64::from(frame_size)),
+            CacheBudget::Default => DEFAULT_CACHE_FRAMES * u64::from(frame_size),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_last_budget_given_wins_and_frames_count_in_the_trees_frame_size() {
+        let config = TreeConfig::new("/unused");
+        assert_eq!(config.budget_bytes(1 << 16), DEFAULT_CACHE_FRAMES << 16);
+        let config = config.cache_bytes(1 << 20).cache_frames(3);
+        assert_eq!(config.budget_bytes(1 << 16), 3 << 16);
+        let config = config.cache_bytes(1 << 20);
+        assert_eq!(config.budget_bytes(1 << 16), 1 << 20);
+    }
+
+    #[test]
+    fn each_setter_sets_its_own_field() {
+        let config = TreeConfig::new("/unused")
+            .durability(Durability::None)
+            .background_checkpoints(false)
+            .checkpoint_interval(Duration::from_secs(2))
+            .checkpoint_log_bytes(7)
+            .page_size(8192)
+            .frame_size(1 << 20)
+            .scan_io(ScanIo::FullFrame)
+            .readahead_bytes(0);
+        assert_eq!(config.durability, Durability::None);
+        assert!(!config.background_checkpoints);
+        assert_eq!(config.checkpoint_interval, Duration::from_secs(2));
+        assert_eq!(config.checkpoint_log_bytes, 7);
+        assert_eq!((config.page_size, config.frame_size), (8192, 1 << 20));
+        assert_eq!(config.scan_io, ScanIo::FullFrame);
+        assert_eq!(config.readahead_bytes, 0);
+        assert_eq!(config.dir(), Path::new("/unused"));
     }
 }

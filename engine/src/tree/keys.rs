@@ -1,17 +1,16 @@
 //! Key-only listings with optional delimiter roll-up (S3 ListObjectsV2 style).
 
-use std::sync::Arc;
+use std::ops::Bound;
 
-use crate::btree::{Cursor, KeyItem, ListState, ScanBounds, Version};
+use super::builder::{into_iter_by_iter, setters};
+use super::scan::{prefix_end, ScanSource};
+use crate::btree::{Cursor, KeyItem, ListState};
 use crate::error::Result;
-use crate::pool::{Access, BufferPool};
 
 /// Builds a key listing.
 #[derive(Debug)]
 pub struct KeysBuilder {
-    pool: Arc<BufferPool>,
-    version: Arc<Version>,
-    readahead_pages: usize,
+    source: ScanSource,
     prefix: Vec<u8>,
     delimiter: Option<u8>,
     start_after: Option<Vec<u8>>,
@@ -19,15 +18,9 @@ pub struct KeysBuilder {
 }
 
 impl KeysBuilder {
-    pub(crate) fn new(
-        pool: Arc<BufferPool>,
-        version: Arc<Version>,
-        readahead_pages: usize,
-    ) -> Self {
+    pub(crate) fn new(source: ScanSource) -> Self {
         KeysBuilder {
-            pool,
-            version,
-            readahead_pages,
+            source,
             prefix: Vec::new(),
             delimiter: None,
             start_after: None,
@@ -35,41 +28,21 @@ impl KeysBuilder {
         }
     }
 
-    /// Only keys starting with `p`.
-    pub fn prefix(mut self, p: impl AsRef<[u8]>) -> Self {
-        self.prefix = p.as_ref().to_vec();
-        self
-    }
-
-    /// Roll keys up at the first `d` after the prefix.
-    pub fn delimiter(mut self, d: u8) -> Self {
-        self.delimiter = Some(d);
-        self
-    }
-
-    /// Only items greater than `k` (pass the last item of a page to continue).
-    pub fn start_after(mut self, k: impl AsRef<[u8]>) -> Self {
-        self.start_after = Some(k.as_ref().to_vec());
-        self
-    }
-
-    /// At most `n` items.
-    pub fn limit(mut self, n: usize) -> Self {
-        self.limit = Some(n);
-        self
+    setters! {
+        /// Only keys starting with `p`.
+        prefix(p: impl AsRef<[u8]>) => prefix = p.as_ref().to_vec();
+        /// Roll keys up at the first `d` after the prefix.
+        delimiter(d: u8) => delimiter = Some(d);
+        /// Only items greater than `k` (pass the last item of a page to continue).
+        start_after(k: impl AsRef<[u8]>) => start_after = Some(k.as_ref().to_vec());
+        /// At most `n` items.
+        limit(n: usize) => limit = Some(n);
     }
 
     /// Starts the listing.
     pub fn iter(self) -> Keys {
-        let mut cursor = Cursor::new(self.pool, self.version, Access::Walk, self.readahead_pages);
-        let hi = match crate::btree::prefix_successor(&self.prefix) {
-            Some(s) => std::ops::Bound::Excluded(s),
-            None => std::ops::Bound::Unbounded,
-        };
-        cursor.bounds = Some(ScanBounds {
-            lo: std::ops::Bound::Included(self.prefix.clone()),
-            hi,
-        });
+        let hi = prefix_end(&self.prefix);
+        let cursor = self.source.cursor(Bound::Included(self.prefix.clone()), hi);
         Keys {
             cursor,
             state: ListState::new(self.prefix, self.delimiter, self.start_after),
@@ -79,13 +52,7 @@ impl KeysBuilder {
     }
 }
 
-impl IntoIterator for KeysBuilder {
-    type Item = Result<KeyItem>;
-    type IntoIter = Keys;
-    fn into_iter(self) -> Keys {
-        self.iter()
-    }
-}
+into_iter_by_iter!(KeysBuilder => Keys, Result<KeyItem>);
 
 /// A running key listing over one snapshot.
 #[derive(Debug)]

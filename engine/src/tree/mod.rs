@@ -4,11 +4,14 @@
 
 mod background;
 mod batch;
+mod builder;
 mod config;
 mod handle;
 mod keys;
 mod open;
 mod range;
+mod readable;
+mod scan;
 mod shared;
 mod snapshot;
 
@@ -17,4 +20,5 @@ pub use config::{Durability, TreeConfig};
 pub use handle::{CasConflict, Tree};
 pub use keys::{Keys, KeysBuilder};
 pub use range::{Range, RangeBuilder};
+pub use readable::Readable;
 pub use snapshot::Snapshot;

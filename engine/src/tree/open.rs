@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use super::config::{TreeConfig, MIN_CACHE_PAGES};
 use crate::btree::Version;
-use crate::error::{Error, Result};
+use crate::error::{OpenError, Result};
 use crate::frame::{Allocator, Geometry};
 use crate::page::{
     decode_freelist_page, MetaReject, PageId, PageKind, Superblock, FORMAT_VERSION, META_LEN,
@@ -34,9 +34,9 @@ pub struct Opened {
 }
 
 /// Checks the directory: created when missing; when it has no data file it must be empty.
-fn prepare_dir(dir: &Path) -> Result<PathBuf> {
+fn prepare_dir(dir: &Path) -> Result<PathBuf, OpenError> {
     if dir.exists() && !dir.is_dir() {
-        return Err(Error::InvalidConfig {
+        return Err(OpenError::InvalidConfig {
             reason: format!(
                 "{} is a file, not a directory: give TreeConfig::new a directory",
                 dir.display()
@@ -52,7 +52,7 @@ fn prepare_dir(dir: &Path) -> Result<PathBuf> {
             let entry = entry.map_err(|e| StorageError::io("list directory", dir, 0, e))?;
             let name = entry.file_name().to_string_lossy().into_owned();
             if name != LOCK_FILE && !WAL_FILES.contains(&name.as_str()) {
-                return Err(Error::ForeignDirectory {
+                return Err(OpenError::ForeignDirectory {
                     dir: dir.to_path_buf(),
                     found: name,
                 });
@@ -62,7 +62,7 @@ fn prepare_dir(dir: &Path) -> Result<PathBuf> {
     Ok(data)
 }
 
-fn lock_dir(dir: &Path) -> Result<fs::File> {
+fn lock_dir(dir: &Path) -> Result<fs::File, OpenError> {
     let path = dir.join(LOCK_FILE);
     let f = fs::OpenOptions::new()
         .create(true)
@@ -72,21 +72,18 @@ fn lock_dir(dir: &Path) -> Result<fs::File> {
         .map_err(|e| StorageError::io("open", &path, 0, e))?;
     match f.try_lock() {
         Ok(()) => Ok(f),
-        Err(fs::TryLockError::WouldBlock) => Err(Error::InvalidConfig {
-            reason: format!(
-                "{} is open in another process: close it there first",
-                dir.display()
-            ),
+        Err(fs::TryLockError::WouldBlock) => Err(OpenError::AlreadyOpen {
+            dir: dir.to_path_buf(),
         }),
         Err(fs::TryLockError::Error(e)) => Err(StorageError::io("lock", &path, 0, e).into()),
     }
 }
 
-fn capacity_pages(cfg: &TreeConfig, geo: Geometry) -> Result<usize> {
+fn capacity_pages(cfg: &TreeConfig, geo: Geometry) -> Result<usize, OpenError> {
     let budget = cfg.budget_bytes(geo.frame_size);
     let pages = budget / u64::from(geo.page_size);
     if pages < MIN_CACHE_PAGES {
-        return Err(Error::CacheTooSmall {
+        return Err(OpenError::CacheTooSmall {
             given: budget,
             min: MIN_CACHE_PAGES * u64::from(geo.page_size),
             min_pages: MIN_CACHE_PAGES,
@@ -94,6 +91,47 @@ fn capacity_pages(cfg: &TreeConfig, geo: Geometry) -> Result<usize> {
         });
     }
     Ok(pages as usize)
+}
+
+/// The durable free list of an existing tree.
+struct FreeList {
+    /// The free extents it records.
+    extents: Vec<(PageId, u64)>,
+    /// The pages that hold it.
+    pages: Vec<PageId>,
+}
+
+/// Reads the free list the superblock names.
+fn read_freelist(pool: &BufferPool, sb: &Superblock, data: &Path) -> Result<FreeList, OpenError> {
+    let corrupt = |page: PageId, reason: String| OpenError::FreeListCorrupt {
+        file: data.to_path_buf(),
+        page,
+        reason,
+    };
+    let mut extents = Vec::new();
+    let mut pages = Vec::new();
+    let mut next = sb.freelist;
+    while next != 0 {
+        if pages.len() as u64 >= sb.freelist_pages.max(1) * 2 + 16 {
+            return Err(corrupt(
+                next,
+                format!(
+                    "the list does not end: {} pages read, {} recorded",
+                    pages.len(),
+                    sb.freelist_pages
+                ),
+            ));
+        }
+        let buf = pool.read_run(next, 1, PageKind::FreeList)?;
+        let h = crate::page::PageHeader::read(&buf)
+            .ok_or_else(|| corrupt(next, "the page has no header".into()))?;
+        let (ex, n) = decode_freelist_page(&buf, h.count, h.aux)
+            .map_err(|reason| corrupt(next, reason.to_string()))?;
+        extents.extend(ex.into_iter().map(|(s, l)| (s, u64::from(l))));
+        pages.push(next);
+        next = n;
+    }
+    Ok(FreeList { extents, pages })
 }
 
 /// Writes superblock copy `slot`.
@@ -105,7 +143,7 @@ pub fn write_superblock(storage: &dyn Storage, sb: &Superblock, slot: u8) -> Res
 }
 
 /// Opens or creates the tree in `cfg.dir`.
-pub fn open(cfg: &TreeConfig) -> Result<Opened> {
+pub fn open(cfg: &TreeConfig) -> Result<Opened, OpenError> {
     let data = prepare_dir(&cfg.dir)?;
     let lock = lock_dir(&cfg.dir)?;
     let storage: Arc<dyn Storage> = cfg.opener.open_data(&data, true)?;
@@ -123,12 +161,13 @@ pub fn open(cfg: &TreeConfig) -> Result<Opened> {
     let Some((sb, slot)) = existing else {
         return create(cfg, storage, lock, wal);
     };
-    let geo =
-        Geometry::new(sb.page_size, sb.frame_size).map_err(|reason| Error::SuperblockCorrupt {
+    let geo = Geometry::new(sb.page_size, sb.frame_size).map_err(|reason| {
+        OpenError::SuperblockCorrupt {
             file: data.clone(),
             first: reason.clone(),
             second: reason,
-        })?;
+        }
+    })?;
     let pool = Arc::new(BufferPool::new(
         storage,
         geo,
@@ -137,28 +176,8 @@ pub fn open(cfg: &TreeConfig) -> Result<Opened> {
             scan_io: cfg.scan_io,
         },
     ));
-    let mut extents = Vec::new();
-    let mut fl_pages = Vec::new();
-    let mut next = sb.freelist;
-    while next != 0 {
-        if fl_pages.len() as u64 >= sb.freelist_pages.max(1) * 2 + 16 {
-            return Err(Error::Integrity {
-                reason: format!("{}: the free list does not end", data.display()),
-            });
-        }
-        let buf = pool.read_run(next, 1, PageKind::FreeList)?;
-        let h = crate::page::PageHeader::read(&buf).ok_or_else(|| Error::Integrity {
-            reason: format!("free-list page {next} has no header"),
-        })?;
-        let (ex, n) =
-            decode_freelist_page(&buf, h.count, h.aux).map_err(|reason| Error::Integrity {
-                reason: format!("{}: free-list page {next}: {reason}", data.display()),
-            })?;
-        extents.extend(ex.into_iter().map(|(s, l)| (s, u64::from(l))));
-        fl_pages.push(next);
-        next = n;
-    }
-    let alloc = Allocator::new(geo, sb.page_count, extents);
+    let freelist = read_freelist(&pool, &sb, &data)?;
+    let alloc = Allocator::new(geo, sb.page_count, freelist.extents);
     let root = if sb.root == 0 {
         None
     } else {
@@ -186,7 +205,7 @@ pub fn open(cfg: &TreeConfig) -> Result<Opened> {
         alloc,
         superblock: sb,
         slot,
-        freelist_pages: fl_pages,
+        freelist_pages: freelist.pages,
         lock,
         wal,
     })
@@ -197,9 +216,9 @@ fn create(
     storage: Arc<dyn Storage>,
     lock: fs::File,
     wal: WalOpened,
-) -> Result<Opened> {
+) -> Result<Opened, OpenError> {
     let geo = Geometry::new(cfg.page_size, cfg.frame_size)
-        .map_err(|reason| Error::InvalidConfig { reason })?;
+        .map_err(|reason| OpenError::InvalidConfig { reason })?;
     let capacity = capacity_pages(cfg, geo)?;
     let alloc = Allocator::new(geo, 0, []);
     let sb = Superblock {
@@ -244,7 +263,7 @@ fn create(
 /// Reads both superblock copies and returns the newer valid one and its slot. A copy
 /// written by a newer format version refuses the open whatever the other copy says: opening
 /// from the older copy would replay the log and overwrite what the newer build wrote.
-fn read_superblock(storage: &dyn Storage) -> Result<(Superblock, u8)> {
+fn read_superblock(storage: &dyn Storage) -> Result<(Superblock, u8), OpenError> {
     let file = storage.path().to_path_buf();
     let len = storage.len()?;
     let mut first = vec![0u8; META_LEN];
@@ -270,7 +289,7 @@ fn read_superblock(storage: &dyn Storage) -> Result<(Superblock, u8)> {
     }
     match (a, b) {
         (Err(MetaReject::TooNew(v)), _) | (_, Err(MetaReject::TooNew(v))) => {
-            Err(Error::FormatTooNew {
+            Err(OpenError::FormatTooNew {
                 file,
                 found: v,
                 supported: FORMAT_VERSION,
@@ -284,16 +303,16 @@ fn read_superblock(storage: &dyn Storage) -> Result<(Superblock, u8)> {
         (Ok(x), Err(_)) => Ok((x, 0)),
         (Err(_), Ok(y)) => Ok((y, 1)),
         (Err(MetaReject::TooOld(v)), _) | (_, Err(MetaReject::TooOld(v))) => {
-            Err(Error::FormatTooOld {
+            Err(OpenError::FormatTooOld {
                 file,
                 found: v,
                 supported: FORMAT_VERSION,
             })
         }
         (Err(MetaReject::BadMagic(m)), Err(MetaReject::BadMagic(_))) => {
-            Err(Error::BadMagic { file, found: m })
+            Err(OpenError::BadMagic { file, found: m })
         }
-        (Err(x), Err(y)) => Err(Error::SuperblockCorrupt {
+        (Err(x), Err(y)) => Err(OpenError::SuperblockCorrupt {
             file,
             first: x.to_string(),
             second: y.to_string(),

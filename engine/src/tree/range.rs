@@ -1,19 +1,17 @@
 //! Range scans: bounds, prefix, direction and limit, yielding keys with values.
 
 use std::ops::{Bound, RangeBounds};
-use std::sync::Arc;
 
-use crate::btree::{prefix_successor, read_value, Cursor, ScanBounds, Version};
+use super::builder::{into_iter_by_iter, setters};
+use super::scan::{prefix_end, ScanSource};
+use crate::btree::{read_value, Cursor};
 use crate::error::Result;
 use crate::page::ValueCell;
-use crate::pool::{Access, BufferPool};
 
 /// Builds a range scan. Bounds and a prefix combine (their intersection is scanned).
 #[derive(Debug)]
 pub struct RangeBuilder {
-    pool: Arc<BufferPool>,
-    version: Arc<Version>,
-    readahead_pages: usize,
+    source: ScanSource,
     lo: Bound<Vec<u8>>,
     hi: Bound<Vec<u8>>,
     prefix: Option<Vec<u8>>,
@@ -21,28 +19,16 @@ pub struct RangeBuilder {
     limit: Option<usize>,
 }
 
-/// The tighter of two lower bounds.
-fn max_lo(a: Bound<Vec<u8>>, b: Bound<Vec<u8>>) -> Bound<Vec<u8>> {
+/// The tighter of two bounds on the same side of a range: of two lower bounds (`lower`)
+/// the higher one, of two upper bounds the lower one; an excluded key beats the same key
+/// included.
+fn tighter(a: Bound<Vec<u8>>, b: Bound<Vec<u8>>, lower: bool) -> Bound<Vec<u8>> {
     match (&a, &b) {
         (Bound::Unbounded, _) => b,
         (_, Bound::Unbounded) => a,
         (Bound::Included(x) | Bound::Excluded(x), Bound::Included(y) | Bound::Excluded(y)) => {
-            if x > y || (x == y && matches!(a, Bound::Excluded(_))) {
-                a
-            } else {
-                b
-            }
-        }
-    }
-}
-
-/// The tighter of two upper bounds.
-fn min_hi(a: Bound<Vec<u8>>, b: Bound<Vec<u8>>) -> Bound<Vec<u8>> {
-    match (&a, &b) {
-        (Bound::Unbounded, _) => b,
-        (_, Bound::Unbounded) => a,
-        (Bound::Included(x) | Bound::Excluded(x), Bound::Included(y) | Bound::Excluded(y)) => {
-            if x < y || (x == y && matches!(a, Bound::Excluded(_))) {
+            let beyond = if lower { x > y } else { x < y };
+            if beyond || (x == y && matches!(a, Bound::Excluded(_))) {
                 a
             } else {
                 b
@@ -52,15 +38,9 @@ fn min_hi(a: Bound<Vec<u8>>, b: Bound<Vec<u8>>) -> Bound<Vec<u8>> {
 }
 
 impl RangeBuilder {
-    pub(crate) fn new(
-        pool: Arc<BufferPool>,
-        version: Arc<Version>,
-        readahead_pages: usize,
-    ) -> Self {
+    pub(crate) fn new(source: ScanSource) -> Self {
         RangeBuilder {
-            pool,
-            version,
-            readahead_pages,
+            source,
             lo: Bound::Unbounded,
             hi: Bound::Unbounded,
             prefix: None,
@@ -69,34 +49,21 @@ impl RangeBuilder {
         }
     }
 
-    /// Only keys starting with `p`.
-    pub fn prefix(mut self, p: impl AsRef<[u8]>) -> Self {
-        self.prefix = Some(p.as_ref().to_vec());
-        self
-    }
-
-    /// Keys >= `k`.
-    pub fn from(mut self, k: impl AsRef<[u8]>) -> Self {
-        self.lo = Bound::Included(k.as_ref().to_vec());
-        self
-    }
-
-    /// Keys > `k`.
-    pub fn after(mut self, k: impl AsRef<[u8]>) -> Self {
-        self.lo = Bound::Excluded(k.as_ref().to_vec());
-        self
-    }
-
-    /// Keys <= `k`.
-    pub fn to(mut self, k: impl AsRef<[u8]>) -> Self {
-        self.hi = Bound::Included(k.as_ref().to_vec());
-        self
-    }
-
-    /// Keys < `k`.
-    pub fn until(mut self, k: impl AsRef<[u8]>) -> Self {
-        self.hi = Bound::Excluded(k.as_ref().to_vec());
-        self
+    setters! {
+        /// Only keys starting with `p`.
+        prefix(p: impl AsRef<[u8]>) => prefix = Some(p.as_ref().to_vec());
+        /// Keys >= `k`.
+        from(k: impl AsRef<[u8]>) => lo = Bound::Included(k.as_ref().to_vec());
+        /// Keys > `k`.
+        after(k: impl AsRef<[u8]>) => lo = Bound::Excluded(k.as_ref().to_vec());
+        /// Keys <= `k`.
+        to(k: impl AsRef<[u8]>) => hi = Bound::Included(k.as_ref().to_vec());
+        /// Keys < `k`.
+        until(k: impl AsRef<[u8]>) => hi = Bound::Excluded(k.as_ref().to_vec());
+        /// Descending order.
+        rev() => rev = true;
+        /// At most `n` entries.
+        limit(n: usize) => limit = Some(n);
     }
 
     /// Keys within `r` (`a..b`, `a..=b`, `..`, with byte-slice ends).
@@ -106,34 +73,14 @@ impl RangeBuilder {
         self
     }
 
-    /// Descending order.
-    pub fn rev(mut self) -> Self {
-        self.rev = true;
-        self
-    }
-
-    /// At most `n` entries.
-    pub fn limit(mut self, n: usize) -> Self {
-        self.limit = Some(n);
-        self
-    }
-
     /// Starts the scan.
     pub fn iter(self) -> Range {
         let (mut lo, mut hi) = (self.lo, self.hi);
         if let Some(p) = self.prefix {
-            let p_hi = match prefix_successor(&p) {
-                Some(s) => Bound::Excluded(s),
-                None => Bound::Unbounded,
-            };
-            lo = max_lo(lo, Bound::Included(p));
-            hi = min_hi(hi, p_hi);
+            hi = tighter(hi, prefix_end(&p), false);
+            lo = tighter(lo, Bound::Included(p), true);
         }
-        let mut cursor = Cursor::new(self.pool, self.version, Access::Walk, self.readahead_pages);
-        cursor.bounds = Some(ScanBounds {
-            lo: lo.clone(),
-            hi: hi.clone(),
-        });
+        let mut cursor = self.source.cursor(lo.clone(), hi.clone());
         cursor.remaining = self.limit.map(|n| n as u64);
         Range {
             cursor,
@@ -148,13 +95,7 @@ impl RangeBuilder {
     }
 }
 
-impl IntoIterator for RangeBuilder {
-    type Item = Result<(Vec<u8>, Vec<u8>)>;
-    type IntoIter = Range;
-    fn into_iter(self) -> Range {
-        self.iter()
-    }
-}
+into_iter_by_iter!(RangeBuilder => Range, Result<(Vec<u8>, Vec<u8>)>);
 
 /// A running range scan over one snapshot.
 #[derive(Debug)]
@@ -255,6 +196,32 @@ impl Iterator for Range {
             Ok(Some((k, v))) => Some(Ok((k.to_vec(), v.to_vec()))),
             Ok(None) => None,
             Err(e) => Some(Err(e)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn inc(k: &[u8]) -> Bound<Vec<u8>> {
+        Bound::Included(k.to_vec())
+    }
+
+    fn exc(k: &[u8]) -> Bound<Vec<u8>> {
+        Bound::Excluded(k.to_vec())
+    }
+
+    #[test]
+    fn the_tighter_lower_bound_is_the_higher_and_the_tighter_upper_bound_the_lower() {
+        assert_eq!(tighter(inc(b"a"), inc(b"b"), true), inc(b"b"));
+        assert_eq!(tighter(inc(b"a"), inc(b"b"), false), inc(b"a"));
+        assert_eq!(tighter(Bound::Unbounded, exc(b"m"), true), exc(b"m"));
+        assert_eq!(tighter(exc(b"m"), Bound::Unbounded, false), exc(b"m"));
+        // On the same key, excluding it is tighter on either side, whichever comes first.
+        for lower in [true, false] {
+            assert_eq!(tighter(inc(b"k"), exc(b"k"), lower), exc(b"k"));
+            assert_eq!(tighter(exc(b"k"), inc(b"k"), lower), exc(b"k"));
         }
     }
 }

@@ -10,69 +10,73 @@
 //! wait only for the two short critical sections.
 
 use std::collections::VecDeque;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
-use arc_swap::ArcSwap;
+use arc_swap::{ArcSwap, Guard};
 
 use super::background::Signal;
-use super::config::Durability;
-use super::open::write_superblock;
-use crate::btree::{Mutation, Version, WriteTxn};
+use super::config::{Durability, TreeConfig};
+use super::open::{write_superblock, Opened};
+use crate::btree::{self, CheckReport, Mutation, Version, WriteTxn};
 use crate::error::{Error, Result};
 use crate::frame::{Allocator, Recoverable};
 use crate::page::{
     encode_freelist_pages, freelist_pages_needed, seal, PageId, Superblock, FORMAT_VERSION,
 };
-use crate::pool::{lock, BufferPool};
+use crate::pool::{lock, Access, BufferPool, Counter, Metrics};
 use crate::wal::{Record, Wal, WalError};
 
 /// State only the writer touches.
-pub(crate) struct Writer {
-    pub alloc: Allocator,
-    pub seq: u64,
-    /// The durable checkpoint and the one being written, which hold their pages.
-    pub checkpoints: Recoverable,
-    pub generation: u64,
-    pub next_slot: u8,
-    pub freelist_pages: Vec<PageId>,
+struct Writer {
+    alloc: Allocator,
+    seq: u64,
+    /// The commit a checkpoint being written captured (see `Recoverable::in_flight`); the
+    /// durable checkpoint's commit is `Shared::durable_seq`.
+    checkpoint_in_flight: Option<u64>,
+    generation: u64,
+    next_slot: u8,
+    freelist_pages: Vec<PageId>,
 }
 
 /// Log and checkpoint counters.
 #[derive(Debug, Default)]
-pub(crate) struct DurabilityStats {
-    pub torn_tails: AtomicU64,
-    pub repaired_headers: AtomicU64,
-    pub replayed: AtomicU64,
-    pub checkpoints: AtomicU64,
+struct DurabilityStats {
+    torn_tails: AtomicU64,
+    repaired_headers: AtomicU64,
+    replayed: AtomicU64,
+    checkpoints: AtomicU64,
 }
 
 /// Everything a `Tree` handle shares.
 pub(crate) struct Shared {
-    pub dir: PathBuf,
-    pub pool: Arc<BufferPool>,
-    pub current: ArcSwap<Version>,
-    pub writer: Mutex<Writer>,
-    pub live: Mutex<VecDeque<Weak<Version>>>,
-    pub readahead_pages: usize,
-    pub durable_seq: AtomicU64,
-    pub file_pages: AtomicU64,
-    pub free_pages: AtomicU64,
-    pub wal: Wal,
-    pub durability: Durability,
-    pub poisoned: Mutex<Option<String>>,
-    pub checkpointing: Mutex<()>,
-    pub checkpoint_log_bytes: u64,
-    pub signal: Arc<Signal>,
-    pub stats: DurabilityStats,
+    dir: PathBuf,
+    pool: Arc<BufferPool>,
+    current: ArcSwap<Version>,
+    writer: Mutex<Writer>,
+    live: Mutex<VecDeque<Weak<Version>>>,
+    readahead_pages: usize,
+    /// The commit the durable checkpoint captured: the one copy. It changes only under the
+    /// writer lock, so the writer reads it consistent with `Writer::checkpoint_in_flight`;
+    /// metrics and close read it without the lock.
+    durable_seq: AtomicU64,
+    file_pages: AtomicU64,
+    free_pages: AtomicU64,
+    wal: Wal,
+    durability: Durability,
+    poisoned: Mutex<Option<String>>,
+    checkpointing: Mutex<()>,
+    checkpoint_log_bytes: u64,
+    signal: Arc<Signal>,
+    stats: DurabilityStats,
     /// Held for its lock: a second process cannot open the tree.
-    pub _lock_file: std::fs::File,
+    _lock_file: std::fs::File,
 }
 
 /// What a checkpoint captured under the writer lock. It holds the captured tree's shape,
 /// not its version: the pages that tree references are kept in place by
-/// `Writer::checkpoints` (`in_flight`), not as a snapshot, so that pages written and
+/// `Writer::checkpoint_in_flight`, not as a snapshot, so that pages written and
 /// replaced after the capture are reused while the flush runs.
 struct Capture {
     seq: u64,
@@ -87,12 +91,99 @@ struct Capture {
 }
 
 impl Shared {
+    /// The state of a tree just opened, at its durable checkpoint; also returns the log
+    /// records to replay with [`Shared::recover`]. `signal` wakes its checkpointer.
+    pub fn new(config: &TreeConfig, opened: Opened, signal: Arc<Signal>) -> (Shared, Vec<Record>) {
+        let sb = opened.superblock;
+        let log = opened.wal;
+        let shared = Shared {
+            dir: config.dir.clone(),
+            current: ArcSwap::from_pointee(opened.version),
+            writer: Mutex::new(Writer {
+                seq: sb.seq,
+                checkpoint_in_flight: None,
+                generation: sb.generation,
+                next_slot: opened.slot ^ 1,
+                freelist_pages: opened.freelist_pages,
+                alloc: opened.alloc,
+            }),
+            live: Mutex::new(VecDeque::new()),
+            readahead_pages: config.readahead_bytes as usize / opened.pool.geometry().page_bytes(),
+            durable_seq: AtomicU64::new(sb.seq),
+            file_pages: AtomicU64::new(sb.page_count),
+            free_pages: AtomicU64::new(sb.free_pages),
+            pool: opened.pool,
+            wal: log.wal,
+            durability: config.durability,
+            poisoned: Mutex::new(None),
+            checkpointing: Mutex::new(()),
+            checkpoint_log_bytes: config.checkpoint_log_bytes,
+            signal,
+            stats: DurabilityStats {
+                torn_tails: AtomicU64::new(log.torn_tails),
+                repaired_headers: AtomicU64::new(log.repaired_headers),
+                ..DurabilityStats::default()
+            },
+            _lock_file: opened.lock,
+        };
+        (shared, log.records)
+    }
+
+    /// Replays the logged commits after the durable checkpoint, then checkpoints them so
+    /// that the log can go.
+    pub fn recover(&self, records: Vec<Record>) -> Result<()> {
+        let start = self.durable_seq.load(Ordering::Relaxed);
+        let mut replayed = false;
+        for rec in records.iter().filter(|r| r.seq > start) {
+            self.replay(rec)?;
+            replayed = true;
+        }
+        if replayed {
+            self.checkpoint()?;
+        }
+        Ok(())
+    }
+
+    /// The tree's directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The buffer pool over the data file.
+    pub fn pool(&self) -> &Arc<BufferPool> {
+        &self.pool
+    }
+
+    /// The largest readahead of a scan, in pages.
+    pub fn readahead_pages(&self) -> usize {
+        self.readahead_pages
+    }
+
+    /// The current version, without touching its reference count: for one read.
+    pub fn current_guard(&self) -> Guard<Arc<Version>> {
+        self.current.load()
+    }
+
+    /// The current version, held: for a snapshot.
+    pub fn current_version(&self) -> Arc<Version> {
+        self.current.load_full()
+    }
+
+    /// The checkpoints recovery could start from now; `w` is the writer's state, under
+    /// whose lock `durable_seq` changes.
+    fn recoverable(&self, w: &Writer) -> Recoverable {
+        Recoverable {
+            durable: self.durable_seq.load(Ordering::Relaxed),
+            in_flight: w.checkpoint_in_flight,
+        }
+    }
+
     fn logging(&self) -> bool {
         matches!(self.durability, Durability::Wal { .. })
     }
 
     /// Stops all further writes; reads keep working.
-    pub fn poison(&self, reason: String) {
+    fn poison(&self, reason: String) {
         self.wal.fail(reason.clone());
         lock(&self.poisoned).get_or_insert(reason);
     }
@@ -163,7 +254,7 @@ impl Shared {
     }
 
     /// Re-applies a logged commit during open.
-    pub fn replay(&self, rec: &Record) -> Result<()> {
+    fn replay(&self, rec: &Record) -> Result<()> {
         let mut w = lock(&self.writer);
         let cur = self.current.load_full();
         if rec.seq != w.seq + 1 {
@@ -196,7 +287,7 @@ impl Shared {
     }
 
     /// Makes `v` the current version and frees what no reader can reach any more.
-    pub fn publish(&self, w: &mut Writer, v: Version) {
+    fn publish(&self, w: &mut Writer, v: Version) {
         if let Some(r) = &v.root {
             self.pool.set_pinned(r, true);
         }
@@ -223,9 +314,11 @@ impl Shared {
         self.current.load().seq
     }
 
-    pub fn reclaim(&self, w: &mut Writer) {
+    /// Frees the pages no snapshot and no recoverable checkpoint reaches any more.
+    fn reclaim(&self, w: &mut Writer) {
         let oldest = self.oldest_live_seq();
-        for (first, len) in w.alloc.reclaim(oldest, w.checkpoints) {
+        let recoverable = self.recoverable(w);
+        for (first, len) in w.alloc.reclaim(oldest, recoverable) {
             for p in first..first + len {
                 self.pool.discard(p);
             }
@@ -234,6 +327,98 @@ impl Shared {
             .store(w.alloc.page_count(), Ordering::Relaxed);
         self.free_pages
             .store(w.alloc.free_pages(), Ordering::Relaxed);
+    }
+
+    /// Loads sorted, duplicate-free pairs into the empty tree as one commit, then
+    /// checkpoints. Returns the number of entries loaded.
+    pub fn bulk_load<I, K, V>(&self, items: I) -> Result<u64>
+    where
+        I: IntoIterator<Item = (K, V)>,
+        K: AsRef<[u8]>,
+        V: AsRef<[u8]>,
+    {
+        let mut w = lock(&self.writer);
+        let cur = self.current.load_full();
+        if cur.entries != 0 || cur.root.is_some() {
+            return Err(Error::BulkLoadNotEmpty {
+                entries: cur.entries,
+            });
+        }
+        let seq = w.seq + 1;
+        let saved = w.alloc.clone();
+        let loaded = match btree::bulk_load(&self.pool, &mut w.alloc, seq, items) {
+            Ok(l) => l,
+            Err(e) => {
+                w.alloc = saved;
+                return Err(e);
+            }
+        };
+        let root = match loaded.root {
+            Some(id) => Some(self.pool.get(id, Access::Point)?),
+            None => None,
+        };
+        w.seq = seq;
+        self.publish(
+            &mut w,
+            Version::new(seq, root, loaded.height, loaded.entries),
+        );
+        drop(w);
+        self.checkpoint()?;
+        Ok(loaded.entries)
+    }
+
+    /// Walks every page of the current version and checks the tree's invariants, with
+    /// the writer held so that no page changes hands meanwhile.
+    pub fn check_integrity(&self) -> Result<CheckReport> {
+        let w = lock(&self.writer);
+        let v = self.current.load_full();
+        let freed = w.alloc.not_live();
+        btree::check_tree(&self.pool, &v, &|p| {
+            if w.freelist_pages.contains(&p) {
+                Some("a page of the durable free list")
+            } else {
+                freed(p)
+            }
+        })
+    }
+
+    /// Counters and sizes, read without any lock.
+    pub fn metrics(&self) -> Metrics {
+        let c = self.pool.counters();
+        let v = self.current.load();
+        let (resident, capacity) = self.pool.occupancy();
+        Metrics {
+            bm_read_page_hits: c.get(Counter::PageHits),
+            bm_read_page_misses: c.get(Counter::PageMisses),
+            bm_scan_full_blob_reads: c.get(Counter::FullFrameReads),
+            bm_bytes_read: c.get(Counter::BytesRead),
+            bm_pages_read: c.get(Counter::PagesRead),
+            bm_evictions: c.get(Counter::Evictions),
+            bm_readahead_pages: c.get(Counter::ReadaheadPages),
+            bm_pages_written: c.get(Counter::PagesWritten),
+            bm_bytes_written: c.get(Counter::BytesWritten),
+            bm_dirty_writebacks: c.get(Counter::DirtyWritebacks),
+            resident_pages: resident as u64,
+            capacity_pages: capacity as u64,
+            entries: v.entries,
+            height: v.height,
+            file_pages: self.file_pages.load(Ordering::Relaxed),
+            free_pages: self.free_pages.load(Ordering::Relaxed),
+            commit_seq: v.seq,
+            checkpoint_seq: self.durable_seq.load(Ordering::Relaxed),
+            wal_records: self.wal.records.load(Ordering::Relaxed),
+            wal_bytes: self.wal.bytes.load(Ordering::Relaxed),
+            wal_syncs: self.wal.syncs.load(Ordering::Relaxed),
+            wal_torn_tails: self.stats.torn_tails.load(Ordering::Relaxed),
+            wal_repaired_headers: self.stats.repaired_headers.load(Ordering::Relaxed),
+            wal_replayed_records: self.stats.replayed.load(Ordering::Relaxed),
+            checkpoints: self.stats.checkpoints.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Bytes of the data file on disk.
+    pub fn size_on_disk(&self) -> Result<u64> {
+        Ok(self.pool.storage().len()?)
     }
 
     /// Makes everything committed so far durable in the data file and lets the log go.
@@ -254,10 +439,7 @@ impl Shared {
         }
         w.next_slot ^= 1;
         w.generation = cap.generation;
-        w.checkpoints = Recoverable {
-            durable: cap.seq,
-            in_flight: None,
-        };
+        w.checkpoint_in_flight = None;
         self.durable_seq.store(cap.seq, Ordering::Relaxed);
         for p in std::mem::replace(&mut w.freelist_pages, cap.freelist) {
             w.alloc.release(p, 1);
@@ -271,30 +453,30 @@ impl Shared {
     fn capture(&self) -> Result<Option<Capture>> {
         let mut w = lock(&self.writer);
         let version = self.current.load_full();
-        if version.seq == w.checkpoints.durable && w.generation > 0 {
+        let durable = self.durable_seq.load(Ordering::Relaxed);
+        if version.seq == durable && w.generation > 0 {
             return Ok(None);
         }
         if self.logging() {
-            if let Err(e) = self.wal.rotate(w.checkpoints.durable) {
+            if let Err(e) = self.wal.rotate(durable) {
                 self.poison(format!("switching log files failed: {e}"));
                 return Err(e);
             }
         }
         let ps = self.pool.geometry().page_bytes();
-        let old: Vec<(PageId, u64)> = w.freelist_pages.iter().map(|&p| (p, 1)).collect();
         let mut freelist = Vec::new();
         let extents = loop {
-            let mut all = w.alloc.extents_for_checkpoint();
-            all.extend(old.iter().copied());
-            let merged = merge_extents(all);
-            if freelist.len() >= freelist_pages_needed(merged.len(), ps) {
-                break merged;
+            // The pages of the durable free list are free in the tree this one describes.
+            let all = w.alloc.extents_for_checkpoint(&w.freelist_pages);
+            let records = split_for_records(all);
+            if freelist.len() >= freelist_pages_needed(records.len(), ps) {
+                break records;
             }
             freelist.push(w.alloc.alloc(1));
         };
         // From here until it is durable, the superblock of this checkpoint may reach the
         // disk: the pages its tree references are not reused, whatever replaces them.
-        w.checkpoints.in_flight = Some(version.seq);
+        w.checkpoint_in_flight = Some(version.seq);
         Ok(Some(Capture {
             seq: version.seq,
             root: version.root.as_ref().map_or(0, |p| p.id()),
@@ -341,23 +523,15 @@ impl Shared {
     }
 }
 
-/// Sorts and coalesces extents, splitting any longer than a free-list record holds.
-fn merge_extents(mut all: Vec<(PageId, u64)>) -> Vec<(PageId, u32)> {
-    all.sort_unstable();
-    let mut merged: Vec<(PageId, u64)> = Vec::with_capacity(all.len());
-    for (s, l) in all {
-        match merged.last_mut() {
-            Some((ms, ml)) if *ms + *ml == s => *ml += l,
-            _ => merged.push((s, l)),
-        }
-    }
-    let mut out = Vec::with_capacity(merged.len());
-    for (mut s, mut l) in merged {
-        while l > 0 {
-            let take = l.min(u64::from(u32::MAX));
-            out.push((s, take as u32));
-            s += take;
-            l -= take;
+/// Splits extents longer than a free-list record holds (`u32::MAX` pages).
+fn split_for_records(extents: Vec<(PageId, u64)>) -> Vec<(PageId, u32)> {
+    let mut out = Vec::with_capacity(extents.len());
+    for (mut first, mut len) in extents {
+        while len > 0 {
+            let take = len.min(u64::from(u32::MAX));
+            out.push((first, take as u32));
+            first += take;
+            len -= take;
         }
     }
     out

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::ops::Bound;
 
-use aimeta_engine::KeyItem;
+use aimeta_engine::{KeyItem, Readable};
 use rand::RngExt as _;
 
 /// Boxed error for tests that return Result.

@@ -1,0 +1,59 @@
+//! What every scan starts from: the pool and the version it reads, and the bounds of a
+//! key prefix.
+
+use std::ops::Bound;
+use std::sync::Arc;
+
+use crate::btree::{prefix_successor, Cursor, ScanBounds, Version};
+use crate::pool::{Access, BufferPool};
+
+/// The pool, the version and the readahead cap a range scan or a listing reads with.
+#[derive(Debug)]
+pub(crate) struct ScanSource {
+    pool: Arc<BufferPool>,
+    version: Arc<Version>,
+    readahead_pages: usize,
+}
+
+impl ScanSource {
+    pub(crate) fn new(
+        pool: Arc<BufferPool>,
+        version: Arc<Version>,
+        readahead_pages: usize,
+    ) -> Self {
+        ScanSource {
+            pool,
+            version,
+            readahead_pages,
+        }
+    }
+
+    /// A cursor over the keys within `lo..hi`, reading pages as a walk (with readahead).
+    pub(crate) fn cursor(self, lo: Bound<Vec<u8>>, hi: Bound<Vec<u8>>) -> Cursor {
+        let mut cursor = Cursor::new(self.pool, self.version, Access::Walk, self.readahead_pages);
+        cursor.bounds = Some(ScanBounds { lo, hi });
+        cursor
+    }
+}
+
+/// The exclusive upper bound of the keys that start with `prefix` (unbounded when no key
+/// is above them all, as for an empty prefix or one of 0xFF bytes only).
+pub(crate) fn prefix_end(prefix: &[u8]) -> Bound<Vec<u8>> {
+    match prefix_successor(prefix) {
+        Some(s) => Bound::Excluded(s),
+        None => Bound::Unbounded,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_prefix_ends_at_its_successor_and_one_of_ff_bytes_never_ends() {
+        assert_eq!(prefix_end(b"ds/"), Bound::Excluded(b"ds0".to_vec()));
+        assert_eq!(prefix_end(b"a\xff\xff"), Bound::Excluded(b"b".to_vec()));
+        assert_eq!(prefix_end(b"\xff\xff"), Bound::Unbounded);
+        assert_eq!(prefix_end(b""), Bound::Unbounded);
+    }
+}
