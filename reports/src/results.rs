@@ -57,14 +57,6 @@ pub enum ReportError {
         /// What is wrong with its markers.
         problem: String,
     },
-    /// The command line is not one `ai-meta report` understands.
-    #[error(
-        "{message}; usage: ai-meta report --results FILE [--out DIR] [--readme PATH | --no-readme]"
-    )]
-    Usage {
-        /// What is wrong with it.
-        message: String,
-    },
     /// An output file could not be written (the input was fine).
     #[error("cannot write {path}: {source}")]
     Write {
@@ -79,7 +71,8 @@ pub enum ReportError {
 impl ReportError {
     /// The exit code `ai-meta report` gives for this error: 2 for bad input (a missing
     /// or unreadable results file or README, an unknown schema, no records, README
-    /// markers, the command line), 1 when writing the outputs failed.
+    /// markers), 1 when writing the outputs failed. (The command line itself is the
+    /// binary's to parse; it refuses bad flags with the same code 2.)
     pub fn exit_code(&self) -> i32 {
         match self {
             ReportError::Write { .. } => 1,
