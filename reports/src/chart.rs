@@ -109,6 +109,32 @@ pub(crate) struct Chart {
 }
 
 impl Chart {
+    /// A chart of times per operation where lower is better, on the axis its values call
+    /// for (linear, broken or log) with no reference line: what every chart but the
+    /// headline ratio is.
+    pub(crate) fn of_times(
+        stem: &str,
+        title: String,
+        subtitle: Vec<String>,
+        axis_title: &str,
+        sections: Vec<Section>,
+        footnotes: Vec<String>,
+    ) -> Chart {
+        Chart {
+            stem: stem.to_string(),
+            title,
+            subtitle,
+            axis_title: axis_title.to_string(),
+            better: "lower is better".to_string(),
+            kind: ValueKind::Time,
+            force_log: false,
+            include: vec![],
+            reference: None,
+            sections,
+            footnotes,
+        }
+    }
+
     fn values(&self) -> Vec<f64> {
         self.rows()
             .filter_map(|r| match r.cell {
@@ -435,30 +461,29 @@ mod tests {
     }
 
     fn chart(values: &[f64]) -> Chart {
-        Chart {
-            stem: "t".into(),
-            title: "Title".into(),
-            subtitle: vec!["scale ci".into()],
-            axis_title: "mean time per operation".into(),
-            better: "lower is better".into(),
-            kind: ValueKind::Time,
-            force_log: false,
-            include: vec![],
-            reference: None,
-            sections: vec![Section {
-                header: Some("manifest_fits".into()),
-                rows: values
-                    .iter()
-                    .enumerate()
-                    .map(|(i, v)| row(&format!("engine{i}"), Cell::Value(*v)))
-                    .chain(std::iter::once(row(
-                        "x",
-                        Cell::Missing("N/A: unsupported".into()),
-                    )))
-                    .collect(),
-            }],
-            footnotes: vec!["a note".into()],
-        }
+        let rows = values
+            .iter()
+            .enumerate()
+            .map(|(i, v)| row(&format!("engine{i}"), Cell::Value(*v)))
+            .chain(std::iter::once(row(
+                "x",
+                Cell::Missing("N/A: unsupported".into()),
+            )))
+            .collect();
+        let section = Section {
+            header: Some("manifest_fits".into()),
+            rows,
+        };
+        let (subtitle, footnotes) = (vec!["scale ci".into()], vec!["a note".into()]);
+        let axis = "mean time per operation";
+        Chart::of_times(
+            "t",
+            "Title".into(),
+            subtitle,
+            axis,
+            vec![section],
+            footnotes,
+        )
     }
 
     #[test]

@@ -23,6 +23,7 @@ mod readme;
 mod report;
 mod repro;
 mod results;
+mod rows;
 mod stories;
 mod svg;
 

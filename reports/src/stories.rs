@@ -3,12 +3,12 @@
 //! the longest-prefix lookup strategies.
 
 use crate::chart::{Cell, Chart, Reference, Row, Section, ValueKind};
-use crate::charts::{
-    dataset_header, dataset_tag, full_frame_note, missing_text, record_row, subtitle,
-};
 use crate::format;
 use crate::order::{self, engine_colour};
 use crate::results::{Record, Results};
+use crate::rows::{
+    dataset_header, dataset_tag, full_frame_note, missing_text, record_row, subtitle,
+};
 
 /// The engine the headline compares, and the one it compares against.
 const HERO: &str = "aimeta";
@@ -82,11 +82,10 @@ pub(crate) fn headline(results: &Results) -> Chart {
             });
         }
     }
+    let footnote = "Each engine's fastest variant on each workload and data set; aimeta's \
+         full_frame bug reproduction is left out. Ratios of means from one run.";
+    // A ratio, not a time: always on a log axis around a reference line at 1.
     Chart {
-        stem: "aimeta_vs_lmdb".to_string(),
-        title: "aimeta versus LMDB: mean time per operation, as a ratio".to_string(),
-        subtitle: subtitle(results),
-        axis_title: "aimeta's mean time ÷ LMDB's".to_string(),
         better: "below 1: aimeta is faster".to_string(),
         kind: ValueKind::Ratio,
         force_log: true,
@@ -96,12 +95,14 @@ pub(crate) fn headline(results: &Results) -> Chart {
             left: "← aimeta faster".to_string(),
             right: "aimeta slower →".to_string(),
         }),
-        sections: vec![Section { header: None, rows }],
-        footnotes: vec![
-            "Each engine's fastest variant on each workload and data set; aimeta's full_frame \
-             bug reproduction is left out. Ratios of means from one run."
-                .to_string(),
-        ],
+        ..Chart::of_times(
+            "aimeta_vs_lmdb",
+            "aimeta versus LMDB: mean time per operation, as a ratio".to_string(),
+            subtitle(results),
+            "aimeta's mean time ÷ LMDB's",
+            vec![Section { header: None, rows }],
+            vec![footnote.to_string()],
+        )
     }
 }
 
@@ -172,19 +173,16 @@ pub(crate) fn scan_cliff(results: &Results) -> Chart {
         names(false)
     )];
     footnotes.extend(full_frame_note(results, SCAN));
-    Chart {
-        stem: "scan_cliff".to_string(),
-        title: "The scan cliff: manifest_scan inside and beyond the cache budget".to_string(),
-        subtitle: subtitle(results),
-        axis_title: "mean time per scan".to_string(),
-        better: "lower is better".to_string(),
-        kind: ValueKind::Time,
-        force_log: false,
-        include: vec![],
-        reference: None,
+    let title = "The scan cliff: manifest_scan inside and beyond the cache budget";
+    let axis_title = "mean time per scan";
+    Chart::of_times(
+        "scan_cliff",
+        title.to_string(),
+        subtitle(results),
+        axis_title,
         sections,
         footnotes,
-    }
+    )
 }
 
 /// (b) kvchain_lpm per engine: native lookup against the two emulations, on the
@@ -239,19 +237,16 @@ pub(crate) fn lpm_variants(results: &Results) -> Chart {
     if datasets.len() > 1 {
         footnotes.push(format!("Other data sets: see the {LPM} chart."));
     }
-    Chart {
-        stem: "lpm_variants".to_string(),
-        title: "Longest-prefix lookup: native vs predecessor_seek vs bisect".to_string(),
-        subtitle: sub,
-        axis_title: "mean time per lookup".to_string(),
-        better: "lower is better".to_string(),
-        kind: ValueKind::Time,
-        force_log: false,
-        include: vec![],
-        reference: None,
+    let title = "Longest-prefix lookup: native vs predecessor_seek vs bisect";
+    let axis_title = "mean time per lookup";
+    Chart::of_times(
+        "lpm_variants",
+        title.to_string(),
+        sub,
+        axis_title,
         sections,
         footnotes,
-    }
+    )
 }
 
 #[cfg(test)]
