@@ -26,6 +26,8 @@ mod results;
 mod rows;
 mod stories;
 mod svg;
+#[cfg(test)]
+mod testing;
 
 pub use atomic::write_atomically;
 pub use charts::{render_charts, RenderedChart};

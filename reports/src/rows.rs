@@ -143,8 +143,7 @@ pub(crate) fn full_frame_note(results: &Results, workload: &str) -> Option<Strin
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    type TestResult = Result<(), Box<dyn std::error::Error>>;
+    use crate::testing::TestResult;
 
     #[test]
     fn stems_cannot_escape_the_directory() -> TestResult {
