@@ -80,6 +80,39 @@ pub(crate) struct Section {
     pub rows: Vec<Row>,
 }
 
+/// A chart's value axis: what the values are and how the axis is laid out.
+#[derive(Debug, Clone)]
+pub(crate) struct ValueAxis {
+    /// Axis title: what the values are. The unit (linear time axes) or ", log scale"
+    /// is added, then `better` in parentheses.
+    pub title: String,
+    /// Values the axis must include.
+    pub include: Vec<f64>,
+    /// Optional reference line.
+    pub reference: Option<Reference>,
+    /// What the values are.
+    pub kind: ValueKind,
+    /// Which way is better, e.g. "lower is better".
+    pub better: String,
+    /// Always use a log axis.
+    pub force_log: bool,
+}
+
+impl ValueAxis {
+    /// Times per operation where lower is better, on the axis the values call for
+    /// (linear, broken or log) with no reference line: every chart but the headline ratio.
+    pub(crate) fn times(title: &str) -> ValueAxis {
+        ValueAxis {
+            title: title.to_string(),
+            include: vec![],
+            reference: None,
+            kind: ValueKind::Time,
+            better: "lower is better".to_string(),
+            force_log: false,
+        }
+    }
+}
+
 /// A whole chart, independent of theme.
 #[derive(Debug, Clone)]
 pub(crate) struct Chart {
@@ -89,19 +122,8 @@ pub(crate) struct Chart {
     pub title: String,
     /// Lines under the title (wrapped if too long).
     pub subtitle: Vec<String>,
-    /// Axis title: what the values are. The unit (linear time axes) or ", log scale"
-    /// is added, then `better` in parentheses.
-    pub axis_title: String,
-    /// Which way is better, e.g. "lower is better".
-    pub better: String,
-    /// What the values are.
-    pub kind: ValueKind,
-    /// Always use a log axis.
-    pub force_log: bool,
-    /// Values the axis must include.
-    pub include: Vec<f64>,
-    /// Optional reference line.
-    pub reference: Option<Reference>,
+    /// The value axis.
+    pub value_axis: ValueAxis,
     /// The bars.
     pub sections: Vec<Section>,
     /// Notes under the axis.
@@ -109,14 +131,12 @@ pub(crate) struct Chart {
 }
 
 impl Chart {
-    /// A chart of times per operation where lower is better, on the axis its values call
-    /// for (linear, broken or log) with no reference line: what every chart but the
-    /// headline ratio is.
-    pub(crate) fn of_times(
+    /// A chart named `stem` (its files are `<stem>-light.svg` and `<stem>-dark.svg`).
+    pub(crate) fn new(
         stem: &str,
         title: String,
         subtitle: Vec<String>,
-        axis_title: &str,
+        value_axis: ValueAxis,
         sections: Vec<Section>,
         footnotes: Vec<String>,
     ) -> Chart {
@@ -124,12 +144,7 @@ impl Chart {
             stem: stem.to_string(),
             title,
             subtitle,
-            axis_title: axis_title.to_string(),
-            better: "lower is better".to_string(),
-            kind: ValueKind::Time,
-            force_log: false,
-            include: vec![],
-            reference: None,
+            value_axis,
             sections,
             footnotes,
         }
@@ -150,18 +165,19 @@ impl Chart {
 
     /// The axis this chart is drawn on.
     pub(crate) fn axis(&self) -> Axis {
-        axis::plan(&self.values(), self.force_log, &self.include)
+        let v = &self.value_axis;
+        axis::plan(&self.values(), v.force_log, &v.include)
     }
 
     fn format_value(&self, v: f64) -> String {
-        match self.kind {
+        match self.value_axis.kind {
             ValueKind::Time => format::duration(v),
             ValueKind::Ratio => format::ratio(v),
         }
     }
 
     fn tick_label(&self, axis: &Axis, t: f64) -> String {
-        match (self.kind, axis.scale) {
+        match (self.value_axis.kind, axis.scale) {
             (ValueKind::Ratio, _) => format::ratio_tick(t),
             (ValueKind::Time, Scale::Log) => format::duration_log_tick(t),
             (ValueKind::Time, Scale::Linear) => format::duration_tick(t, axis.hi),
@@ -186,14 +202,15 @@ impl Chart {
 
     /// The full axis title, saying when the scale is logarithmic.
     pub(crate) fn full_axis_title(&self, axis: &Axis) -> String {
+        let ValueAxis { title, better, .. } = &self.value_axis;
         match axis.scale {
-            Scale::Log => format!("{}, log scale ({})", self.axis_title, self.better),
-            Scale::Linear => match self.kind {
+            Scale::Log => format!("{}, log scale ({})", title, better),
+            Scale::Linear => match self.value_axis.kind {
                 ValueKind::Time => {
                     let unit = format::time_unit(axis.hi).1;
-                    format!("{} in {unit} ({})", self.axis_title, self.better)
+                    format!("{} in {unit} ({})", title, better)
                 }
-                ValueKind::Ratio => format!("{} ({})", self.axis_title, self.better),
+                ValueKind::Ratio => format!("{} ({})", title, better),
             },
         }
     }
@@ -229,7 +246,7 @@ impl Chart {
             .flat_map(|l| wrap(l, SUB_SIZE, false, inner))
             .collect();
         let mut top = 30.0 + LINE_H * subtitle.len() as f64 + 16.0;
-        if self.reference.is_some() {
+        if self.value_axis.reference.is_some() {
             top += LINE_H;
         }
         let label_lines = |r: &Row| split_label(&r.label, LABEL_SIZE, label_col);
@@ -307,7 +324,7 @@ impl Chart {
             svg.text(PAD, y, TextStyle::new(NOTE_SIZE, theme.muted), n);
         }
 
-        if let Some(r) = &self.reference {
+        if let Some(r) = &self.value_axis.reference {
             let x = x_of(r.value);
             svg.line((x, top - 8.0), (x, bottom), theme.axis, 1.5, true);
             let cap = top - 12.0;
@@ -474,12 +491,12 @@ mod tests {
             rows,
         };
         let (subtitle, footnotes) = (vec!["scale ci".into()], vec!["a note".into()]);
-        let axis = "mean time per operation";
-        Chart::of_times(
+        let value_axis = ValueAxis::times("mean time per operation");
+        Chart::new(
             "t",
             "Title".into(),
             subtitle,
-            axis,
+            value_axis,
             vec![section],
             footnotes,
         )

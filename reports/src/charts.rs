@@ -1,7 +1,7 @@
 //! The charts made from a results file: one per workload, plus the story charts (see
 //! `stories`). Each is rendered in a light and a dark theme.
 
-use crate::chart::{Chart, Section};
+use crate::chart::{Chart, Section, ValueAxis};
 use crate::order;
 use crate::results::Results;
 use crate::rows::{dataset_header, engine_label, file_stem, full_frame_note, record_row, subtitle};
@@ -84,12 +84,12 @@ fn workload_chart(results: &Results, workload: &str, reserved: &[String]) -> Cha
             "Up to {t} threads; times are per operation per thread (see results.md for ops/s)."
         ));
     }
-    let axis_title = order::per_what(workload);
-    Chart::of_times(
+    let value_axis = ValueAxis::times(order::per_what(workload));
+    Chart::new(
         &stem,
         title,
         subtitle(results),
-        axis_title,
+        value_axis,
         sections,
         footnotes,
     )

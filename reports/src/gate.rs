@@ -229,8 +229,6 @@ pub struct Row {
     pub check: String,
     /// What is measured.
     pub what: String,
-    /// Ratio or counter.
-    pub kind: CheckKind,
     /// The recorded value.
     pub baseline: Option<f64>,
     /// The largest passing value.
@@ -239,6 +237,8 @@ pub struct Row {
     pub measured: Option<f64>,
     /// What the re-measurement gave, when the first was over its bound.
     pub remeasured: Option<f64>,
+    /// Ratio or counter.
+    pub kind: CheckKind,
     /// The outcome (of the re-measurement when there was one).
     pub verdict: Verdict,
 }
@@ -262,11 +262,11 @@ impl Row {
         Row {
             check: check.to_string(),
             what: what.to_string(),
-            kind,
             baseline,
             bound,
             measured,
             remeasured,
+            kind,
             verdict,
         }
     }
@@ -489,18 +489,7 @@ mod tests {
     use super::*;
 
     fn provenance() -> Provenance {
-        Provenance {
-            machine: "test".into(),
-            cores: 2,
-            memory_bytes: 1 << 30,
-            os: "linux".into(),
-            commit: "abc".into(),
-            date: "2026-11-30T00:00:00Z".into(),
-            rustc: "rustc".into(),
-            command: "ai-meta gate --update-baseline".into(),
-            filesystem: "ext4".into(),
-            engine_versions: Default::default(),
-        }
+        crate::testing::provenance("rustc", "ai-meta gate --update-baseline")
     }
 
     fn measurement(scan: &[f64], pages: f64) -> GateMeasurement {

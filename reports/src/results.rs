@@ -304,18 +304,7 @@ mod tests {
     fn sample() -> Results {
         Results {
             schema_version: SCHEMA_VERSION,
-            provenance: Provenance {
-                machine: "test".into(),
-                cores: 2,
-                memory_bytes: 1 << 30,
-                os: "linux".into(),
-                commit: "abc".into(),
-                date: "2026-11-30T00:00:00Z".into(),
-                rustc: "rustc 1.95.0".into(),
-                command: "ai-meta run".into(),
-                filesystem: "ext4".into(),
-                engine_versions: Default::default(),
-            },
+            provenance: crate::testing::provenance("rustc 1.95.0", "ai-meta run"),
             config: RunConfig {
                 scale: "ci".into(),
                 budget_bytes: 1 << 20,

@@ -2,7 +2,7 @@
 //! cliff (manifest_scan when the data fits the cache budget and when it does not), and
 //! the longest-prefix lookup strategies.
 
-use crate::chart::{Cell, Chart, Reference, Row, Section, ValueKind};
+use crate::chart::{Cell, Chart, Reference, Row, Section, ValueAxis, ValueKind};
 use crate::format;
 use crate::order::{self, engine_colour};
 use crate::results::{Record, Results};
@@ -85,25 +85,26 @@ pub(crate) fn headline(results: &Results) -> Chart {
     let footnote = "Each engine's fastest variant on each workload and data set; aimeta's \
          full_frame bug reproduction is left out. Ratios of means from one run.";
     // A ratio, not a time: always on a log axis around a reference line at 1.
-    Chart {
-        better: "below 1: aimeta is faster".to_string(),
-        kind: ValueKind::Ratio,
-        force_log: true,
+    let value_axis = ValueAxis {
+        title: "aimeta's mean time ÷ LMDB's".to_string(),
         include: vec![0.5, 1.0, 2.0],
         reference: Some(Reference {
             value: 1.0,
             left: "← aimeta faster".to_string(),
             right: "aimeta slower →".to_string(),
         }),
-        ..Chart::of_times(
-            "aimeta_vs_lmdb",
-            "aimeta versus LMDB: mean time per operation, as a ratio".to_string(),
-            subtitle(results),
-            "aimeta's mean time ÷ LMDB's",
-            vec![Section { header: None, rows }],
-            vec![footnote.to_string()],
-        )
-    }
+        kind: ValueKind::Ratio,
+        better: "below 1: aimeta is faster".to_string(),
+        force_log: true,
+    };
+    Chart::new(
+        "aimeta_vs_lmdb",
+        "aimeta versus LMDB: mean time per operation, as a ratio".to_string(),
+        subtitle(results),
+        value_axis,
+        vec![Section { header: None, rows }],
+        vec![footnote.to_string()],
+    )
 }
 
 /// (a) manifest_scan per engine, data that fits the budget beside data beyond it, with
@@ -174,12 +175,13 @@ pub(crate) fn scan_cliff(results: &Results) -> Chart {
     )];
     footnotes.extend(full_frame_note(results, SCAN));
     let title = "The scan cliff: manifest_scan inside and beyond the cache budget";
-    let axis_title = "mean time per scan";
-    Chart::of_times(
+    let value_axis = ValueAxis::times("mean time per scan");
+    let sub = subtitle(results);
+    Chart::new(
         "scan_cliff",
         title.to_string(),
-        subtitle(results),
-        axis_title,
+        sub,
+        value_axis,
         sections,
         footnotes,
     )
@@ -238,12 +240,12 @@ pub(crate) fn lpm_variants(results: &Results) -> Chart {
         footnotes.push(format!("Other data sets: see the {LPM} chart."));
     }
     let title = "Longest-prefix lookup: native vs predecessor_seek vs bisect";
-    let axis_title = "mean time per lookup";
-    Chart::of_times(
+    let value_axis = ValueAxis::times("mean time per lookup");
+    Chart::new(
         "lpm_variants",
         title.to_string(),
         sub,
-        axis_title,
+        value_axis,
         sections,
         footnotes,
     )

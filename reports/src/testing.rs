@@ -19,3 +19,19 @@ pub(crate) fn assert_formats<T: Copy + std::fmt::Debug>(
         assert_eq!(f(input), want, "of {input:?}");
     }
 }
+
+/// The provenance of a test run on a small Linux machine, made with `rustc` by `command`.
+pub(crate) fn provenance(rustc: &str, command: &str) -> crate::Provenance {
+    crate::Provenance {
+        machine: "test".into(),
+        cores: 2,
+        memory_bytes: 1 << 30,
+        os: "linux".into(),
+        commit: "abc".into(),
+        date: "2026-11-30T00:00:00Z".into(),
+        rustc: rustc.into(),
+        command: command.into(),
+        filesystem: "ext4".into(),
+        engine_versions: Default::default(),
+    }
+}
