@@ -149,6 +149,23 @@ pub fn workload_seed(run_seed: u64, (w, v): Measured, dataset: &str) -> u64 {
     )
 }
 
+/// The longest-prefix method `variant` of `w` runs; a typed error for a variant that
+/// names none (the plain form, or a scan mode), where a catch-all would silently bisect.
+fn lpm_method(w: Workload, variant: Option<Variant>) -> Result<LpmMethod, RunError> {
+    variant
+        .and_then(Variant::lpm_method)
+        .ok_or_else(|| RunError::NoSuchVariant {
+            workload: w.name(),
+            variant: variant.map_or("none", Variant::name),
+            valid: Variant::ALL
+                .into_iter()
+                .filter(|v| v.lpm_method().is_some())
+                .map(Variant::name)
+                .collect::<Vec<_>>()
+                .join(", "),
+        })
+}
+
 /// The seed of reader `thread` of a parallel workload in its `round`-th call, drawn from
 /// the workload's own seed.
 fn thread_seed(workload_seed: u64, thread: u64, round: u64) -> u64 {
@@ -314,18 +331,7 @@ impl Session {
                 next: 0,
             },
             Data::KvChain(kv) => OpState::Lpm {
-                method: variant.and_then(Variant::lpm_method).ok_or_else(|| {
-                    RunError::NoSuchVariant {
-                        workload: w.name(),
-                        variant: variant.map_or("none", Variant::name),
-                        valid: Variant::ALL
-                            .into_iter()
-                            .filter(|v| v.lpm_method().is_some())
-                            .map(Variant::name)
-                            .collect::<Vec<_>>()
-                            .join(", "),
-                    }
-                })?,
+                method: lpm_method(w, variant)?,
                 queries: kv.queries(50_000),
                 buf: Vec::new(),
                 next: 0,
@@ -620,6 +626,27 @@ mod tests {
     use super::*;
     use crate::run::plan_datasets;
     use crate::scale::CI;
+
+    #[test]
+    fn a_lookup_without_a_method_is_refused() {
+        let lpm = Workload::KvchainLpm;
+        assert_eq!(
+            lpm_method(lpm, Some(Variant::NativeBoundary)).ok(),
+            Some(LpmMethod::NativeAtBoundary { delimiter: b'/' })
+        );
+        for wrong in [None, Some(Variant::Paged), Some(Variant::FullFrame)] {
+            let e = lpm_method(lpm, wrong);
+            assert!(
+                matches!(&e, Err(RunError::NoSuchVariant { valid, .. }) if valid.starts_with("native, native_boundary")),
+                "{wrong:?}: {e:?}"
+            );
+        }
+        let message = lpm_method(lpm, None).map_err(|e| e.to_string()).err();
+        assert_eq!(
+            message.as_deref(),
+            Some("kvchain_lpm has no variant none; its variants: native, native_boundary, predecessor_seek, bisect, native_full_frame, bisect_full_frame")
+        );
+    }
 
     #[test]
     fn no_two_measured_pairs_share_a_seed() {
