@@ -17,7 +17,7 @@ use aimeta_adapters::{Durability, EngineKind};
 use aimeta_reports::{Record, Status};
 use aimeta_workloads::run::{
     self, base_record, full_frame_variants, variants, BudgetMode, NoProgress, RunOptions, Session,
-    Workload,
+    Variant, Workload,
 };
 use aimeta_workloads::scale::{Scale, QUICK};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
@@ -81,11 +81,11 @@ fn bench(c: &mut Criterion) {
         let ds = planned.meta.name.clone();
         for &kind in &o.engines {
             let engine = kind.name();
-            let plan: Vec<(Workload, Option<&'static str>)> = Workload::ALL
+            let plan: Vec<(Workload, Option<Variant>)> = Workload::ALL
                 .into_iter()
                 .filter(|w| *w != Workload::BulkLoad && w.runs_on(&planned.data))
                 .flat_map(|w| {
-                    variants(w, engine, o.full_frame)
+                    variants(w, kind, o.full_frame)
                         .into_iter()
                         .map(move |v| (w, v))
                 })
@@ -110,7 +110,7 @@ fn bench(c: &mut Criterion) {
                     results.records.push(Record {
                         status: Status::Skipped,
                         note: Some(why),
-                        ..base_record("bulk_load", &ds, engine, None)
+                        ..base_record(Workload::BulkLoad, &ds, kind, None)
                     });
                     continue;
                 }
@@ -128,16 +128,16 @@ fn bench(c: &mut Criterion) {
                 }
             };
             for (w, v) in plan {
-                if v == Some("native") && !native {
+                if v == Some(Variant::Native) && !native {
                     results.records.push(Record {
                         status: Status::Unsupported,
                         note: Some(format!("{engine} has no native longest-prefix lookup")),
-                        ..base_record(w.name(), &ds, engine, v)
+                        ..base_record(w, &ds, kind, v)
                     });
                     continue;
                 }
                 let (warm, _) = run::counts(&o, w);
-                if let Err(e) = s.measure(w, v.unwrap_or(""), warm.min(200), 0, &NoProgress) {
+                if let Err(e) = s.measure(w, v, warm.min(200), 0, &NoProgress) {
                     eprintln!("ai_meta bench: {e}");
                     std::process::exit(1);
                 }
@@ -147,7 +147,7 @@ fn bench(c: &mut Criterion) {
                 };
                 let mut group = c.benchmark_group(w.name());
                 group.bench_function(BenchmarkId::new(id, &ds), |b| {
-                    b.iter_custom(|iters| match s.time_iters(w, v.unwrap_or(""), iters) {
+                    b.iter_custom(|iters| match s.time_iters(w, v, iters) {
                         Ok(d) => d,
                         Err(e) => {
                             failure.borrow_mut().get_or_insert(e.to_string());
@@ -164,7 +164,7 @@ fn bench(c: &mut Criterion) {
             results.records.extend(s.records());
             drop(s);
             // This engine again in its full-frame reproduction of the seed report's bug.
-            let ff_plan: Vec<(Workload, &'static str)> = Workload::ALL
+            let ff_plan: Vec<(Workload, Variant)> = Workload::ALL
                 .into_iter()
                 .filter(|w| w.runs_on(&planned.data))
                 .flat_map(|w| full_frame_variants(w).iter().map(move |&v| (w, v)))
@@ -176,7 +176,7 @@ fn bench(c: &mut Criterion) {
                         let mut group = c.benchmark_group(w.name());
                         group.bench_function(BenchmarkId::new(format!("aimeta/{v}"), &ds), |b| {
                             b.iter_custom(|iters| {
-                                ff.time_iters(w, v, iters)
+                                ff.time_iters(w, Some(v), iters)
                                     .unwrap_or(Duration::from_nanos(1))
                             })
                         });

@@ -2,6 +2,7 @@
 //! charts and tables, inspect an engine directory.
 
 mod cli_gate;
+mod cli_report;
 mod cli_repro;
 mod cli_run;
 
@@ -36,12 +37,8 @@ enum Command {
     /// List engines (with their capabilities), workloads and scales.
     List,
     /// Turn a results JSON file into charts, tables and the README's Performance section.
-    #[command(disable_help_flag = true)]
-    Report {
-        /// Arguments of the report command (see `ai-meta report --help`).
-        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
-        args: Vec<String>,
-    },
+    #[command(long_about = cli_report::LONG_ABOUT, after_help = cli_report::AFTER_HELP)]
+    Report(cli_report::ReportArgs),
     /// Check an engine directory and print its size, height and counters.
     Inspect {
         /// The tree's directory.
@@ -103,9 +100,7 @@ fn main() -> ExitCode {
             cli_run::list();
             ExitCode::SUCCESS
         }
-        Command::Report { args } => {
-            ExitCode::from(aimeta_reports::report_main(&args).clamp(0, 255) as u8)
-        }
+        Command::Report(args) => cli_report::report(args),
         Command::Inspect { dir } => match inspect(&dir) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {

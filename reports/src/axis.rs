@@ -186,8 +186,7 @@ impl Axis {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    type TestResult = Result<(), Box<dyn std::error::Error>>;
+    use crate::testing::TestResult;
 
     #[test]
     fn close_values_get_a_linear_axis_from_zero() -> TestResult {

@@ -80,6 +80,39 @@ pub(crate) struct Section {
     pub rows: Vec<Row>,
 }
 
+/// A chart's value axis: what the values are and how the axis is laid out.
+#[derive(Debug, Clone)]
+pub(crate) struct ValueAxis {
+    /// Axis title: what the values are. The unit (linear time axes) or ", log scale"
+    /// is added, then `better` in parentheses.
+    pub title: String,
+    /// Values the axis must include.
+    pub include: Vec<f64>,
+    /// Optional reference line.
+    pub reference: Option<Reference>,
+    /// What the values are.
+    pub kind: ValueKind,
+    /// Which way is better, e.g. "lower is better".
+    pub better: String,
+    /// Always use a log axis.
+    pub force_log: bool,
+}
+
+impl ValueAxis {
+    /// Times per operation where lower is better, on the axis the values call for
+    /// (linear, broken or log) with no reference line: every chart but the headline ratio.
+    pub(crate) fn times(title: &str) -> ValueAxis {
+        ValueAxis {
+            title: title.to_string(),
+            include: vec![],
+            reference: None,
+            kind: ValueKind::Time,
+            better: "lower is better".to_string(),
+            force_log: false,
+        }
+    }
+}
+
 /// A whole chart, independent of theme.
 #[derive(Debug, Clone)]
 pub(crate) struct Chart {
@@ -89,19 +122,8 @@ pub(crate) struct Chart {
     pub title: String,
     /// Lines under the title (wrapped if too long).
     pub subtitle: Vec<String>,
-    /// Axis title: what the values are. The unit (linear time axes) or ", log scale"
-    /// is added, then `better` in parentheses.
-    pub axis_title: String,
-    /// Which way is better, e.g. "lower is better".
-    pub better: String,
-    /// What the values are.
-    pub kind: ValueKind,
-    /// Always use a log axis.
-    pub force_log: bool,
-    /// Values the axis must include.
-    pub include: Vec<f64>,
-    /// Optional reference line.
-    pub reference: Option<Reference>,
+    /// The value axis.
+    pub value_axis: ValueAxis,
     /// The bars.
     pub sections: Vec<Section>,
     /// Notes under the axis.
@@ -109,6 +131,25 @@ pub(crate) struct Chart {
 }
 
 impl Chart {
+    /// A chart named `stem` (its files are `<stem>-light.svg` and `<stem>-dark.svg`).
+    pub(crate) fn new(
+        stem: &str,
+        title: String,
+        subtitle: Vec<String>,
+        value_axis: ValueAxis,
+        sections: Vec<Section>,
+        footnotes: Vec<String>,
+    ) -> Chart {
+        Chart {
+            stem: stem.to_string(),
+            title,
+            subtitle,
+            value_axis,
+            sections,
+            footnotes,
+        }
+    }
+
     fn values(&self) -> Vec<f64> {
         self.rows()
             .filter_map(|r| match r.cell {
@@ -124,18 +165,19 @@ impl Chart {
 
     /// The axis this chart is drawn on.
     pub(crate) fn axis(&self) -> Axis {
-        axis::plan(&self.values(), self.force_log, &self.include)
+        let v = &self.value_axis;
+        axis::plan(&self.values(), v.force_log, &v.include)
     }
 
     fn format_value(&self, v: f64) -> String {
-        match self.kind {
+        match self.value_axis.kind {
             ValueKind::Time => format::duration(v),
             ValueKind::Ratio => format::ratio(v),
         }
     }
 
     fn tick_label(&self, axis: &Axis, t: f64) -> String {
-        match (self.kind, axis.scale) {
+        match (self.value_axis.kind, axis.scale) {
             (ValueKind::Ratio, _) => format::ratio_tick(t),
             (ValueKind::Time, Scale::Log) => format::duration_log_tick(t),
             (ValueKind::Time, Scale::Linear) => format::duration_tick(t, axis.hi),
@@ -160,14 +202,15 @@ impl Chart {
 
     /// The full axis title, saying when the scale is logarithmic.
     pub(crate) fn full_axis_title(&self, axis: &Axis) -> String {
+        let ValueAxis { title, better, .. } = &self.value_axis;
         match axis.scale {
-            Scale::Log => format!("{}, log scale ({})", self.axis_title, self.better),
-            Scale::Linear => match self.kind {
+            Scale::Log => format!("{}, log scale ({})", title, better),
+            Scale::Linear => match self.value_axis.kind {
                 ValueKind::Time => {
                     let unit = format::time_unit(axis.hi).1;
-                    format!("{} in {unit} ({})", self.axis_title, self.better)
+                    format!("{} in {unit} ({})", title, better)
                 }
-                ValueKind::Ratio => format!("{} ({})", self.axis_title, self.better),
+                ValueKind::Ratio => format!("{} ({})", title, better),
             },
         }
     }
@@ -203,7 +246,7 @@ impl Chart {
             .flat_map(|l| wrap(l, SUB_SIZE, false, inner))
             .collect();
         let mut top = 30.0 + LINE_H * subtitle.len() as f64 + 16.0;
-        if self.reference.is_some() {
+        if self.value_axis.reference.is_some() {
             top += LINE_H;
         }
         let label_lines = |r: &Row| split_label(&r.label, LABEL_SIZE, label_col);
@@ -281,7 +324,7 @@ impl Chart {
             svg.text(PAD, y, TextStyle::new(NOTE_SIZE, theme.muted), n);
         }
 
-        if let Some(r) = &self.reference {
+        if let Some(r) = &self.value_axis.reference {
             let x = x_of(r.value);
             svg.line((x, top - 8.0), (x, bottom), theme.axis, 1.5, true);
             let cap = top - 12.0;
@@ -420,8 +463,7 @@ fn break_glyph(svg: &mut Svg, theme: &Theme, x: f64, top: f64, h: f64) {
 mod tests {
     use super::*;
     use crate::svg::{DARK, LIGHT};
-
-    type TestResult = Result<(), Box<dyn std::error::Error>>;
+    use crate::testing::{assert_contains_all, TestResult};
 
     fn row(label: &str, cell: Cell) -> Row {
         Row {
@@ -435,41 +477,42 @@ mod tests {
     }
 
     fn chart(values: &[f64]) -> Chart {
-        Chart {
-            stem: "t".into(),
-            title: "Title".into(),
-            subtitle: vec!["scale ci".into()],
-            axis_title: "mean time per operation".into(),
-            better: "lower is better".into(),
-            kind: ValueKind::Time,
-            force_log: false,
-            include: vec![],
-            reference: None,
-            sections: vec![Section {
-                header: Some("manifest_fits".into()),
-                rows: values
-                    .iter()
-                    .enumerate()
-                    .map(|(i, v)| row(&format!("engine{i}"), Cell::Value(*v)))
-                    .chain(std::iter::once(row(
-                        "x",
-                        Cell::Missing("N/A: unsupported".into()),
-                    )))
-                    .collect(),
-            }],
-            footnotes: vec!["a note".into()],
-        }
+        let rows = values
+            .iter()
+            .enumerate()
+            .map(|(i, v)| row(&format!("engine{i}"), Cell::Value(*v)))
+            .chain(std::iter::once(row(
+                "x",
+                Cell::Missing("N/A: unsupported".into()),
+            )))
+            .collect();
+        let section = Section {
+            header: Some("manifest_fits".into()),
+            rows,
+        };
+        let (subtitle, footnotes) = (vec!["scale ci".into()], vec!["a note".into()]);
+        let value_axis = ValueAxis::times("mean time per operation");
+        Chart::new(
+            "t",
+            "Title".into(),
+            subtitle,
+            value_axis,
+            vec![section],
+            footnotes,
+        )
     }
 
     #[test]
     fn an_outlier_is_cut_and_labelled_with_its_true_value() -> TestResult {
         let c = chart(&[1200.0, 1500.0, 900.0, 250_000.0]);
-        let svg = c.render(&LIGHT);
-        assert!(svg.contains("250 µs (bar cut)"), "{svg}");
-        assert!(svg.contains("axis break"));
-        assert!(svg.contains("<polygon"));
-        assert!(svg.contains("N/A: unsupported"));
-        assert!(svg.contains("mean time per operation in µs (lower is better)</text>"));
+        let needles = [
+            "250 µs (bar cut)",
+            "axis break",
+            "<polygon",
+            "N/A: unsupported",
+            "mean time per operation in µs (lower is better)</text>",
+        ];
+        assert_contains_all(&c.render(&LIGHT), &needles);
         Ok(())
     }
 

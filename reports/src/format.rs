@@ -8,13 +8,19 @@ const TIME_UNITS: [(f64, &str); 4] = [(1e9, "s"), (1e6, "ms"), (1e3, "µs"), (1.
 /// Formats `x` with three significant digits (no exponent), trailing zeros kept so that
 /// neighbouring values line up ("1.20", "12.0", "120").
 pub(crate) fn sig3(x: f64) -> String {
-    let a = x.abs();
-    if a >= 99.95 {
-        format!("{x:.0}")
-    } else if a >= 9.995 {
-        format!("{x:.1}")
+    let d = decimals(x.abs(), [99.95, 9.995]);
+    format!("{x:.d$}")
+}
+
+/// How many decimals (0, 1 or 2) show a value of size `a`: none from `from[0]` up, one
+/// from `from[1]` up, two below; the bounds are where rounding reaches the next digit.
+fn decimals(a: f64, from: [f64; 2]) -> usize {
+    if a >= from[0] {
+        0
+    } else if a >= from[1] {
+        1
     } else {
-        format!("{x:.2}")
+        2
     }
 }
 
@@ -89,13 +95,8 @@ pub(crate) fn ratio(r: f64) -> String {
     if !r.is_finite() {
         return "N/A".to_string();
     }
-    if r >= 9.95 {
-        format!("{r:.0}×")
-    } else if r >= 0.995 {
-        format!("{r:.1}×")
-    } else {
-        format!("{r:.2}×")
-    }
+    let d = decimals(r, [9.95, 0.995]);
+    format!("{r:.d$}×")
 }
 
 /// A tick label on a ratio axis.
@@ -128,32 +129,36 @@ pub(crate) fn bytes(b: f64) -> String {
 
 /// Escapes text for an XML attribute or text node.
 pub(crate) fn xml(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            c if c.is_control() => out.push(' '),
-            c => out.push(c),
-        }
-    }
-    out
+    escaped(s, |c| match c {
+        '&' => Some("&amp;"),
+        '<' => Some("&lt;"),
+        '>' => Some("&gt;"),
+        '"' => Some("&quot;"),
+        '\'' => Some("&apos;"),
+        c if c.is_control() => Some(" "),
+        _ => None,
+    })
 }
 
 /// Escapes text for a Markdown table cell: pipes, newlines, and HTML-significant angle
 /// brackets.
 pub(crate) fn md_cell(s: &str) -> String {
+    escaped(s, |c| match c {
+        '|' => Some("\\|"),
+        '<' => Some("&lt;"),
+        '>' => Some("&gt;"),
+        '\n' | '\r' | '\t' => Some(" "),
+        _ => None,
+    })
+}
+
+/// `s` with every character `escape` has a replacement for replaced by it.
+fn escaped(s: &str, escape: impl Fn(char) -> Option<&'static str>) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
-        match c {
-            '|' => out.push_str("\\|"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '\n' | '\r' | '\t' => out.push(' '),
-            c => out.push(c),
+        match escape(c) {
+            Some(text) => out.push_str(text),
+            None => out.push(c),
         }
     }
     out
@@ -255,40 +260,43 @@ pub(crate) fn wrap(s: &str, size: f64, bold: bool, max_px: f64) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    type TestResult = Result<(), Box<dyn std::error::Error>>;
+    use crate::testing::{assert_formats, TestResult};
 
     #[test]
     fn durations_pick_a_readable_unit() -> TestResult {
-        assert_eq!(duration(850.0), "850 ns");
-        assert_eq!(duration(12_345.0), "12.3 µs");
-        assert_eq!(duration(4_560_000.0), "4.56 ms");
-        assert_eq!(duration(999.8), "1.00 µs");
-        assert_eq!(duration(2.5e9), "2.50 s");
-        assert_eq!(duration(0.0), "0 ns");
-        assert_eq!(duration(f64::NAN), "N/A");
-        assert_eq!(duration_tick(0.0, 5e4), "0");
-        assert_eq!(duration_tick(2.5e4, 5e4), "25 µs");
-        assert_eq!(duration_log_tick(1e3), "1 µs");
-        assert_eq!(duration_log_tick(100.0), "100 ns");
+        let cases = [
+            (850.0, "850 ns"),
+            (12_345.0, "12.3 µs"),
+            (4_560_000.0, "4.56 ms"),
+            (999.8, "1.00 µs"),
+            (2.5e9, "2.50 s"),
+            (0.0, "0 ns"),
+            (f64::NAN, "N/A"),
+        ];
+        assert_formats(duration, &cases);
+        assert_formats(|t| duration_tick(t, 5e4), &[(0.0, "0"), (2.5e4, "25 µs")]);
+        assert_formats(duration_log_tick, &[(1e3, "1 µs"), (100.0, "100 ns")]);
         Ok(())
     }
 
     #[test]
     fn ratios_bytes_and_numbers() -> TestResult {
-        assert_eq!(ratio(0.4234), "0.42×");
-        assert_eq!(ratio(3.04), "3.0×");
-        assert_eq!(ratio(12.4), "12×");
-        assert_eq!(ratio_tick(0.1), "0.1×");
-        assert_eq!(bytes(512.0), "512 B");
-        assert_eq!(bytes(1048576.0), "1 MiB");
-        assert_eq!(bytes(1.5 * 1048576.0), "1.5 MiB");
-        assert_eq!(trim_num(2.500, 3), "2.5");
-        assert_eq!(trim_num(-0.0001, 2), "0");
-        assert_eq!(sig3(1.234), "1.23");
-        assert_eq!(thousands(1_500_000), "1,500,000");
-        assert_eq!(thousands(999), "999");
-        assert_eq!(thousands(0), "0");
+        assert_formats(ratio, &[(0.4234, "0.42×"), (3.04, "3.0×"), (12.4, "12×")]);
+        assert_formats(ratio_tick, &[(0.1, "0.1×")]);
+        let mib = 1048576.0;
+        assert_formats(
+            bytes,
+            &[(512.0, "512 B"), (mib, "1 MiB"), (1.5 * mib, "1.5 MiB")],
+        );
+        assert_formats(
+            |(x, digits)| trim_num(x, digits),
+            &[((2.500, 3), "2.5"), ((-0.0001, 2), "0")],
+        );
+        assert_formats(sig3, &[(1.234, "1.23")]);
+        assert_formats(
+            thousands,
+            &[(1_500_000, "1,500,000"), (999, "999"), (0, "0")],
+        );
         Ok(())
     }
 

@@ -229,8 +229,6 @@ pub struct Row {
     pub check: String,
     /// What is measured.
     pub what: String,
-    /// Ratio or counter.
-    pub kind: CheckKind,
     /// The recorded value.
     pub baseline: Option<f64>,
     /// The largest passing value.
@@ -239,8 +237,39 @@ pub struct Row {
     pub measured: Option<f64>,
     /// What the re-measurement gave, when the first was over its bound.
     pub remeasured: Option<f64>,
+    /// Ratio or counter.
+    pub kind: CheckKind,
     /// The outcome (of the re-measurement when there was one).
     pub verdict: Verdict,
+}
+
+impl Row {
+    /// A line for `check`: `values` are its bound and its first measurement; the verdict
+    /// is `NoBaseline` when the baseline does not know the check, else the re-measurement's
+    /// value (or the first one's) against the bound.
+    fn new(
+        check: &str,
+        what: &str,
+        kind: CheckKind,
+        baseline: Option<f64>,
+        (bound, measured): (Option<f64>, Option<f64>),
+        remeasured: Option<f64>,
+    ) -> Row {
+        let verdict = match baseline {
+            None => Verdict::NoBaseline,
+            Some(recorded) => judge(bound, remeasured.or(measured), kind, recorded),
+        };
+        Row {
+            check: check.to_string(),
+            what: what.to_string(),
+            baseline,
+            bound,
+            measured,
+            remeasured,
+            kind,
+            verdict,
+        }
+    }
 }
 
 /// Counters compare exactly; this only absorbs the last bit of a float division.
@@ -275,69 +304,32 @@ pub fn evaluate(
     again: Option<&GateMeasurement>,
 ) -> Vec<Row> {
     let mut rows = Vec::new();
+    let kind = CheckKind::Ratio;
     for b in &baseline.ratios {
-        let m = first.ratios.iter().find(|m| m.check == b.check);
-        let re = again
+        let measured = first.ratios.iter().find(|m| m.check == b.check);
+        let remeasured = again
             .and_then(|a| a.ratios.iter().find(|m| m.check == b.check))
             .map(RatioMeasured::median);
-        let measured = m.map(RatioMeasured::median);
-        let bound = Some(b.bound());
-        let verdict = judge(bound, re.or(measured), CheckKind::Ratio, b.ratio);
-        rows.push(Row {
-            check: b.check.clone(),
-            what: b.what.clone(),
-            kind: CheckKind::Ratio,
-            baseline: Some(b.ratio),
-            bound,
-            measured,
-            remeasured: re,
-            verdict,
-        });
+        let values = (Some(b.bound()), measured.map(RatioMeasured::median));
+        let row = Row::new(&b.check, &b.what, kind, Some(b.ratio), values, remeasured);
+        rows.push(row);
     }
-    for m in &first.ratios {
-        if !baseline.ratios.iter().any(|b| b.check == m.check) {
-            rows.push(Row {
-                check: m.check.clone(),
-                what: m.what.clone(),
-                kind: CheckKind::Ratio,
-                baseline: None,
-                bound: m.cap,
-                measured: Some(m.median()),
-                remeasured: None,
-                verdict: Verdict::NoBaseline,
-            });
-        }
+    let known = |check: &str| baseline.ratios.iter().any(|b| b.check == check);
+    for m in first.ratios.iter().filter(|m| !known(&m.check)) {
+        let values = (m.cap, Some(m.median()));
+        rows.push(Row::new(&m.check, &m.what, kind, None, values, None));
     }
+    let kind = CheckKind::Counter;
     for b in &baseline.counters {
-        let measured = first
-            .counters
-            .iter()
-            .find(|m| m.check == b.check)
-            .map(|m| m.value);
-        rows.push(Row {
-            check: b.check.clone(),
-            what: b.what.clone(),
-            kind: CheckKind::Counter,
-            baseline: Some(b.value),
-            bound: Some(b.value),
-            measured,
-            remeasured: None,
-            verdict: judge(Some(b.value), measured, CheckKind::Counter, b.value),
-        });
+        let measured = first.counters.iter().find(|m| m.check == b.check);
+        let values = (Some(b.value), measured.map(|m| m.value));
+        let row = Row::new(&b.check, &b.what, kind, Some(b.value), values, None);
+        rows.push(row);
     }
-    for m in &first.counters {
-        if !baseline.counters.iter().any(|b| b.check == m.check) {
-            rows.push(Row {
-                check: m.check.clone(),
-                what: m.what.clone(),
-                kind: CheckKind::Counter,
-                baseline: None,
-                bound: None,
-                measured: Some(m.value),
-                remeasured: None,
-                verdict: Verdict::NoBaseline,
-            });
-        }
+    let known = |check: &str| baseline.counters.iter().any(|b| b.check == check);
+    for m in first.counters.iter().filter(|m| !known(&m.check)) {
+        let values = (None, Some(m.value));
+        rows.push(Row::new(&m.check, &m.what, kind, None, values, None));
     }
     rows
 }
@@ -497,18 +489,7 @@ mod tests {
     use super::*;
 
     fn provenance() -> Provenance {
-        Provenance {
-            machine: "test".into(),
-            cores: 2,
-            memory_bytes: 1 << 30,
-            os: "linux".into(),
-            commit: "abc".into(),
-            date: "2026-11-30T00:00:00Z".into(),
-            rustc: "rustc".into(),
-            command: "ai-meta gate --update-baseline".into(),
-            filesystem: "ext4".into(),
-            engine_versions: Default::default(),
-        }
+        crate::testing::provenance("rustc", "ai-meta gate --update-baseline")
     }
 
     fn measurement(scan: &[f64], pages: f64) -> GateMeasurement {

@@ -3,7 +3,8 @@
 //!
 //! [`render_report`] turns a [`Results`] into SVG charts (light and dark) under
 //! `docs/benchmarks/`, the tables of `docs/benchmarks/results.md`, and the README's
-//! Performance section; [`report_main`] is the `ai-meta report` command around it.
+//! Performance section; [`report_main`] runs a typed [`ReportRequest`], the `ai-meta report`
+//! command the binary parses.
 
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
@@ -12,7 +13,7 @@ mod atomic;
 mod axis;
 mod chart;
 mod charts;
-mod cli;
+mod command;
 mod format;
 pub mod gate;
 mod markdown;
@@ -22,12 +23,15 @@ mod readme;
 mod report;
 mod repro;
 mod results;
+mod rows;
 mod stories;
 mod svg;
+#[cfg(test)]
+mod testing;
 
 pub use atomic::write_atomically;
 pub use charts::{render_charts, RenderedChart};
-pub use cli::{report_main, report_main_with, run_report, REPORT_USAGE};
+pub use command::{report_main, report_main_with, run_report, ReadmeTarget, ReportRequest};
 pub use order::engine_colour;
 pub use ratios::{ratio_rows, render_ratios, RatioRow};
 pub use readme::{BEGIN_MARKER, END_MARKER};

@@ -250,8 +250,7 @@ fn capitalise(s: &str) -> String {
 mod tests {
     use super::*;
     use crate::results::{IoPerOp, Latency};
-
-    type TestResult = Result<(), Box<dyn std::error::Error>>;
+    use crate::testing::TestResult;
 
     fn rec(status: Status, io: Option<IoPerOp>) -> Record {
         Record {

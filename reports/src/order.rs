@@ -228,8 +228,7 @@ impl Results {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    type TestResult = Result<(), Box<dyn std::error::Error>>;
+    use crate::testing::TestResult;
 
     #[test]
     fn colours_are_fixed_and_distinct() -> TestResult {

@@ -99,8 +99,7 @@ pub(crate) fn splice(readme: &str, body: &str) -> Result<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    type TestResult = Result<(), Box<dyn std::error::Error>>;
+    use crate::testing::TestResult;
 
     #[test]
     fn splices_between_markers_only() -> Result<(), String> {

@@ -57,14 +57,6 @@ pub enum ReportError {
         /// What is wrong with its markers.
         problem: String,
     },
-    /// The command line is not one `ai-meta report` understands.
-    #[error(
-        "{message}; usage: ai-meta report --results FILE [--out DIR] [--readme PATH | --no-readme]"
-    )]
-    Usage {
-        /// What is wrong with it.
-        message: String,
-    },
     /// An output file could not be written (the input was fine).
     #[error("cannot write {path}: {source}")]
     Write {
@@ -79,7 +71,8 @@ pub enum ReportError {
 impl ReportError {
     /// The exit code `ai-meta report` gives for this error: 2 for bad input (a missing
     /// or unreadable results file or README, an unknown schema, no records, README
-    /// markers, the command line), 1 when writing the outputs failed.
+    /// markers), 1 when writing the outputs failed. (The command line itself is the
+    /// binary's to parse; it refuses bad flags with the same code 2.)
     pub fn exit_code(&self) -> i32 {
         match self {
             ReportError::Write { .. } => 1,
@@ -311,18 +304,7 @@ mod tests {
     fn sample() -> Results {
         Results {
             schema_version: SCHEMA_VERSION,
-            provenance: Provenance {
-                machine: "test".into(),
-                cores: 2,
-                memory_bytes: 1 << 30,
-                os: "linux".into(),
-                commit: "abc".into(),
-                date: "2026-11-30T00:00:00Z".into(),
-                rustc: "rustc 1.95.0".into(),
-                command: "ai-meta run".into(),
-                filesystem: "ext4".into(),
-                engine_versions: Default::default(),
-            },
+            provenance: crate::testing::provenance("rustc 1.95.0", "ai-meta run"),
             config: RunConfig {
                 scale: "ci".into(),
                 budget_bytes: 1 << 20,

@@ -2,13 +2,13 @@
 //! cliff (manifest_scan when the data fits the cache budget and when it does not), and
 //! the longest-prefix lookup strategies.
 
-use crate::chart::{Cell, Chart, Reference, Row, Section, ValueKind};
-use crate::charts::{
-    dataset_header, dataset_tag, full_frame_note, missing_text, record_row, subtitle,
-};
+use crate::chart::{Cell, Chart, Reference, Row, Section, ValueAxis, ValueKind};
 use crate::format;
 use crate::order::{self, engine_colour};
 use crate::results::{Record, Results};
+use crate::rows::{
+    dataset_header, dataset_tag, full_frame_note, missing_text, record_row, subtitle,
+};
 
 /// The engine the headline compares, and the one it compares against.
 const HERO: &str = "aimeta";
@@ -82,27 +82,29 @@ pub(crate) fn headline(results: &Results) -> Chart {
             });
         }
     }
-    Chart {
-        stem: "aimeta_vs_lmdb".to_string(),
-        title: "aimeta versus LMDB: mean time per operation, as a ratio".to_string(),
-        subtitle: subtitle(results),
-        axis_title: "aimeta's mean time ÷ LMDB's".to_string(),
-        better: "below 1: aimeta is faster".to_string(),
-        kind: ValueKind::Ratio,
-        force_log: true,
+    let footnote = "Each engine's fastest variant on each workload and data set; aimeta's \
+         full_frame bug reproduction is left out. Ratios of means from one run.";
+    // A ratio, not a time: always on a log axis around a reference line at 1.
+    let value_axis = ValueAxis {
+        title: "aimeta's mean time ÷ LMDB's".to_string(),
         include: vec![0.5, 1.0, 2.0],
         reference: Some(Reference {
             value: 1.0,
             left: "← aimeta faster".to_string(),
             right: "aimeta slower →".to_string(),
         }),
-        sections: vec![Section { header: None, rows }],
-        footnotes: vec![
-            "Each engine's fastest variant on each workload and data set; aimeta's full_frame \
-             bug reproduction is left out. Ratios of means from one run."
-                .to_string(),
-        ],
-    }
+        kind: ValueKind::Ratio,
+        better: "below 1: aimeta is faster".to_string(),
+        force_log: true,
+    };
+    Chart::new(
+        "aimeta_vs_lmdb",
+        "aimeta versus LMDB: mean time per operation, as a ratio".to_string(),
+        subtitle(results),
+        value_axis,
+        vec![Section { header: None, rows }],
+        vec![footnote.to_string()],
+    )
 }
 
 /// (a) manifest_scan per engine, data that fits the budget beside data beyond it, with
@@ -172,19 +174,17 @@ pub(crate) fn scan_cliff(results: &Results) -> Chart {
         names(false)
     )];
     footnotes.extend(full_frame_note(results, SCAN));
-    Chart {
-        stem: "scan_cliff".to_string(),
-        title: "The scan cliff: manifest_scan inside and beyond the cache budget".to_string(),
-        subtitle: subtitle(results),
-        axis_title: "mean time per scan".to_string(),
-        better: "lower is better".to_string(),
-        kind: ValueKind::Time,
-        force_log: false,
-        include: vec![],
-        reference: None,
+    let title = "The scan cliff: manifest_scan inside and beyond the cache budget";
+    let value_axis = ValueAxis::times("mean time per scan");
+    let sub = subtitle(results);
+    Chart::new(
+        "scan_cliff",
+        title.to_string(),
+        sub,
+        value_axis,
         sections,
         footnotes,
-    }
+    )
 }
 
 /// (b) kvchain_lpm per engine: native lookup against the two emulations, on the
@@ -239,19 +239,16 @@ pub(crate) fn lpm_variants(results: &Results) -> Chart {
     if datasets.len() > 1 {
         footnotes.push(format!("Other data sets: see the {LPM} chart."));
     }
-    Chart {
-        stem: "lpm_variants".to_string(),
-        title: "Longest-prefix lookup: native vs predecessor_seek vs bisect".to_string(),
-        subtitle: sub,
-        axis_title: "mean time per lookup".to_string(),
-        better: "lower is better".to_string(),
-        kind: ValueKind::Time,
-        force_log: false,
-        include: vec![],
-        reference: None,
+    let title = "Longest-prefix lookup: native vs predecessor_seek vs bisect";
+    let value_axis = ValueAxis::times("mean time per lookup");
+    Chart::new(
+        "lpm_variants",
+        title.to_string(),
+        sub,
+        value_axis,
         sections,
         footnotes,
-    }
+    )
 }
 
 #[cfg(test)]
@@ -259,8 +256,7 @@ mod tests {
     use super::*;
     use crate::results::{Latency, Provenance, RunConfig, Status, SCHEMA_VERSION};
     use crate::svg::LIGHT;
-
-    type TestResult = Result<(), Box<dyn std::error::Error>>;
+    use crate::testing::{assert_contains_all, TestResult};
 
     fn rec(workload: &str, engine: &str, status: Status, mean: f64) -> Record {
         Record {
@@ -320,11 +316,13 @@ mod tests {
             rec("manifest_list", "lmdb", Status::Ok, 500.0),
             rec("manifest_list", "aimeta", Status::Error, 0.0),
         ]);
-        let svg = headline(&r).render(&LIGHT);
-        assert!(svg.contains("N/A: lmdb not measured"));
-        assert!(svg.contains("N/A: lmdb: unsupported: why | not"));
-        assert!(svg.contains("N/A: aimeta: error: why | not"));
-        assert!(svg.contains("cache budget 1 MiB (cgroup mode)"));
+        let needles = [
+            "N/A: lmdb not measured",
+            "N/A: lmdb: unsupported: why | not",
+            "N/A: aimeta: error: why | not",
+            "cache budget 1 MiB (cgroup mode)",
+        ];
+        assert_contains_all(&headline(&r).render(&LIGHT), &needles);
         Ok(())
     }
 

@@ -265,8 +265,7 @@ impl Svg {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    type TestResult = Result<(), Box<dyn std::error::Error>>;
+    use crate::testing::TestResult;
 
     #[test]
     fn writes_escaped_fixed_precision_elements() -> TestResult {

@@ -19,6 +19,13 @@ fn render(dir: &Path) -> Result<ReportSummary, Box<dyn Error>> {
     Ok(render_report(&support::synthetic(), dir, None)?)
 }
 
+/// A temporary output root with the synthetic results rendered into it.
+fn rendered() -> Result<tempfile::TempDir, Box<dyn Error>> {
+    let dir = tempfile::tempdir()?;
+    render(dir.path())?;
+    Ok(dir)
+}
+
 fn chart(dir: &Path, stem: &str, theme: &str) -> Result<String, Box<dyn Error>> {
     Ok(std::fs::read_to_string(
         dir.join(CHARTS_DIR).join(format!("{stem}-{theme}.svg")),
@@ -55,76 +62,90 @@ fn a_full_results_file_gives_every_chart_in_both_themes() -> TestResult {
 
 #[test]
 fn charts_carry_engines_values_units_and_the_subtitle() -> TestResult {
-    let dir = tempfile::tempdir()?;
-    render(dir.path())?;
+    let dir = rendered()?;
     for theme in ["light", "dark"] {
         let get = chart(dir.path(), "manifest_get", theme)?;
         for e in support::ENGINES {
             assert!(get.contains(&format!(">{e}</text>")), "{e} label missing");
         }
-        // aimeta: 900 ns × 0.8 on manifest_fits; lmdb: 900 ns × 2.5 beyond the budget.
-        assert!(get.contains(">720 ns</text>"));
-        assert!(get.contains(">2.25 µs</text>"));
-        assert!(get.contains("scale ci · cache budget 64 MiB (engine mode)"));
-        assert!(get.contains(">mean time per operation in µs (lower is better)</text>"));
-        assert!(get.contains(" µs</text>"), "tick labels carry units");
-        assert!(get.contains("N/A: skipped: no PostgreSQL server"));
-        assert!(get.contains("manifest_beyond: beyond the cache budget"));
-        let cas = chart(dir.path(), "manifest_cas", theme)?;
-        assert!(cas.contains("N/A: unsupported: no compare-and-swap"));
-        let walk = chart(dir.path(), "chain_walk500", theme)?;
-        assert!(walk.contains("error: timed out after 600 s"));
-        let bulk = chart(dir.path(), "bulk_load", theme)?;
-        assert!(bulk.contains("mean time per key loaded"));
-        let par = chart(dir.path(), "manifest_get_par8", theme)?;
-        assert!(par.contains("per thread"));
+        let needles = [
+            // aimeta: 900 ns × 0.8 on manifest_fits; lmdb: 900 ns × 2.5 beyond the budget.
+            ">720 ns</text>",
+            ">2.25 µs</text>",
+            "scale ci · cache budget 64 MiB (engine mode)",
+            ">mean time per operation in µs (lower is better)</text>",
+            // Tick labels carry units.
+            " µs</text>",
+            "N/A: skipped: no PostgreSQL server",
+            "manifest_beyond: beyond the cache budget",
+        ];
+        support::assert_contains_all(&get, &needles);
+        for (stem, needle) in [
+            ("manifest_cas", "N/A: unsupported: no compare-and-swap"),
+            ("chain_walk500", "error: timed out after 600 s"),
+            ("bulk_load", "mean time per key loaded"),
+            ("manifest_get_par8", "per thread"),
+        ] {
+            support::assert_contains_all(&chart(dir.path(), stem, theme)?, &[needle]);
+        }
     }
     Ok(())
 }
 
 #[test]
 fn the_outlier_is_cut_at_an_axis_break_with_its_true_value() -> TestResult {
-    let dir = tempfile::tempdir()?;
-    render(dir.path())?;
+    let dir = rendered()?;
     let count = chart(dir.path(), "manifest_count8000", "light")?;
-    assert!(
-        count.contains(">988 ms (bar cut)</text>"),
-        "true value printed"
-    );
-    assert!(count.contains("marks an axis break"));
-    assert!(count.contains("<polygon"), "break glyph drawn");
+    let needles = [
+        // The true value is printed.
+        ">988 ms (bar cut)</text>",
+        "marks an axis break",
+        // The break glyph is drawn.
+        "<polygon",
+    ];
+    support::assert_contains_all(&count, &needles);
     assert!(!count.contains("log scale"));
     Ok(())
 }
 
 #[test]
 fn story_charts_tell_their_stories() -> TestResult {
-    let dir = tempfile::tempdir()?;
-    render(dir.path())?;
-    let cliff = chart(dir.path(), "scan_cliff", "light")?;
-    assert!(cliff.contains(">mean time per scan, log scale (lower is better)</text>"));
-    assert!(cliff.contains(">paged · fits the budget</text>"));
-    assert!(cliff.contains(">full_frame · beyond the budget</text>"));
-    assert!(cliff.contains("60× the fits time"));
-    assert!(cliff.contains("fill-opacity"), "fits bars drawn lighter");
-    let lpm = chart(dir.path(), "lpm_variants", "light")?;
-    for v in ["native", "predecessor_seek", "bisect"] {
-        assert!(lpm.contains(&format!(">{v}</text>")));
+    let dir = rendered()?;
+    let cliff = [
+        ">mean time per scan, log scale (lower is better)</text>",
+        ">paged · fits the budget</text>",
+        ">full_frame · beyond the budget</text>",
+        "60× the fits time",
+        // The fits bars are drawn lighter.
+        "fill-opacity",
+    ];
+    let lpm = [
+        ">native</text>",
+        ">predecessor_seek</text>",
+        ">bisect</text>",
+        "data set kvchain_beyond",
+        "N/A: unsupported: no native longest-prefix lookup",
+    ];
+    let head = [
+        // The reference line at 1.
+        "stroke-dasharray",
+        ">1×</text>",
+        "← aimeta faster",
+        "log scale",
+        ">0.80×</text>",
+        ">0.24× · aimeta native vs LMDB predecessor_seek</text>",
+        // aimeta is slower on some workloads.
+        ">1.4×</text>",
+        ">chain_walk500, chain_shuffled</text>",
+    ];
+    let stories: [(&str, &[&str]); 3] = [
+        ("scan_cliff", &cliff),
+        ("lpm_variants", &lpm),
+        ("aimeta_vs_lmdb", &head),
+    ];
+    for (stem, needles) in stories {
+        support::assert_contains_all(&chart(dir.path(), stem, "light")?, needles);
     }
-    assert!(lpm.contains("data set kvchain_beyond"));
-    assert!(lpm.contains("N/A: unsupported: no native longest-prefix lookup"));
-    let head = chart(dir.path(), "aimeta_vs_lmdb", "light")?;
-    assert!(head.contains("stroke-dasharray"), "reference line at 1");
-    assert!(head.contains(">1×</text>"));
-    assert!(head.contains("← aimeta faster"));
-    assert!(head.contains("log scale"));
-    assert!(head.contains(">0.80×</text>"));
-    assert!(head.contains(">0.24× · aimeta native vs LMDB predecessor_seek</text>"));
-    assert!(
-        head.contains(">1.4×</text>"),
-        "aimeta slower on some workloads"
-    );
-    assert!(head.contains(">chain_walk500, chain_shuffled</text>"));
     Ok(())
 }
 
@@ -162,15 +183,12 @@ fn each_engine_keeps_one_colour_everywhere() -> TestResult {
 
 #[test]
 fn the_dark_variant_is_light_text_on_dark() -> TestResult {
-    let dir = tempfile::tempdir()?;
-    render(dir.path())?;
+    let dir = rendered()?;
     let dark = chart(dir.path(), "manifest_get", "dark")?;
-    assert!(dark.contains("fill=\"#0d1117\""));
-    assert!(dark.contains("fill=\"#e6edf3\""));
+    support::assert_contains_all(&dark, &["fill=\"#0d1117\"", "fill=\"#e6edf3\""]);
     assert!(!dark.contains("fill=\"#ffffff\""));
     let light = chart(dir.path(), "manifest_get", "light")?;
-    assert!(light.contains("fill=\"#ffffff\""));
-    assert!(light.contains("fill=\"#1f2328\""));
+    support::assert_contains_all(&light, &["fill=\"#ffffff\"", "fill=\"#1f2328\""]);
     Ok(())
 }
 

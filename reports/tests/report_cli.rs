@@ -1,5 +1,7 @@
-//! `ai-meta report` end to end: the README round trip, results.md, and the error paths
-//! (typed errors, one line on stderr, exit code 2, nothing half-written).
+//! `ai-meta report` end to end through its typed entry point: the README round trip,
+//! results.md, and the error paths (typed errors, one line on stderr, exit code 2,
+//! nothing half-written). The command-line flags themselves are the binary's: see
+//! tests/report_flags.rs at the workspace root.
 
 mod support;
 
@@ -7,26 +9,30 @@ use std::error::Error;
 use std::path::Path;
 
 use aimeta_reports::{
-    render_report, report_main_with, run_report, ReportError, Results, BEGIN_MARKER, CHARTS_DIR,
-    END_MARKER,
+    render_report, report_main_with, run_report, ReadmeTarget, ReportError, ReportRequest, Results,
+    BEGIN_MARKER, CHARTS_DIR, END_MARKER,
 };
 
 type TestResult = Result<(), Box<dyn Error>>;
 
+/// `--results results --out out`, with `readme` for `--readme` / `--no-readme`.
+fn request(results: &Path, out: &Path, readme: ReadmeTarget) -> ReportRequest {
+    ReportRequest {
+        results: results.to_path_buf(),
+        out: out.to_path_buf(),
+        readme,
+    }
+}
+
 /// Runs the command; returns (exit code, stdout, stderr).
-fn run(args: &[&str]) -> (i32, String, String) {
-    let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+fn run(request: &ReportRequest) -> (i32, String, String) {
     let (mut out, mut err) = (Vec::new(), Vec::new());
-    let code = report_main_with(&args, &mut out, &mut err);
+    let code = report_main_with(request, &mut out, &mut err);
     (
         code,
         String::from_utf8_lossy(&out).into_owned(),
         String::from_utf8_lossy(&err).into_owned(),
     )
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap_or("")
 }
 
 /// A temp repository root with a README and a saved synthetic results file.
@@ -43,7 +49,8 @@ fn the_readme_section_is_regenerated_and_a_second_run_changes_nothing() -> TestR
     let (dir, results) = repo()?;
     let readme = dir.path().join("README.md");
     let before = std::fs::read_to_string(&readme)?;
-    let (code, out, err) = run(&["report", "--results", s(&results), "--out", s(dir.path())]);
+    let default_readme = request(&results, dir.path(), ReadmeTarget::InOutput);
+    let (code, out, err) = run(&default_readme);
     assert_eq!((code, err.as_str()), (0, ""), "{out}");
     assert!(out.contains("README.md updated"), "{out}");
     let after = std::fs::read_to_string(&readme)?;
@@ -66,20 +73,14 @@ fn the_readme_section_is_regenerated_and_a_second_run_changes_nothing() -> TestR
     }
     assert_eq!(after.matches("<picture>").count(), 13);
 
-    let again = run_report(&[
-        "--results".into(),
-        s(&results).into(),
-        "--out".into(),
-        s(dir.path()).into(),
-    ])?
-    .ok_or("no summary")?;
+    let again = run_report(&default_readme)?;
     assert!(
         again.changed.is_empty(),
         "second run rewrote {:?}",
         again.changed
     );
     assert_eq!(std::fs::read_to_string(&readme)?, after);
-    let (code, out, _) = run(&["--results", s(&results), "--out", s(dir.path())]);
+    let (code, out, _) = run(&default_readme);
     assert_eq!(code, 0);
     assert!(
         out.contains("README.md unchanged") && out.contains("0 files changed"),
@@ -103,13 +104,7 @@ fn a_readme_elsewhere_links_back_to_the_output_root() -> TestResult {
 #[test]
 fn results_md_holds_every_number_and_every_reason() -> TestResult {
     let (dir, results) = repo()?;
-    let (code, _, err) = run(&[
-        "--results",
-        s(&results),
-        "--out",
-        s(dir.path()),
-        "--no-readme",
-    ]);
+    let (code, _, err) = run(&request(&results, dir.path(), ReadmeTarget::Skip));
     assert_eq!(code, 0, "{err}");
     let md = std::fs::read_to_string(dir.path().join(CHARTS_DIR).join("results.md"))?;
     for (w, _) in support::WORKLOADS {
@@ -139,23 +134,24 @@ fn results_md_holds_every_number_and_every_reason() -> TestResult {
     Ok(())
 }
 
-fn assert_one_line_exit_2(args: &[&str], expect: &str) {
-    let (code, out, err) = run(args);
-    assert_eq!(code, 2, "{args:?}: {err}");
-    assert!(out.is_empty(), "{args:?}: {out}");
-    assert_eq!(err.lines().count(), 1, "{args:?}: one line: {err}");
+fn assert_one_line_exit_2(request: &ReportRequest, expect: &str) {
+    let (code, out, err) = run(request);
+    assert_eq!(code, 2, "{request:?}: {err}");
+    assert!(out.is_empty(), "{request:?}: {out}");
+    assert_eq!(err.lines().count(), 1, "{request:?}: one line: {err}");
     assert!(
         err.starts_with("ai-meta report: ") && err.contains(expect),
-        "{args:?}: {err}"
+        "{request:?}: {err}"
     );
 }
 
 #[test]
 fn bad_input_gets_one_line_and_exit_code_2() -> TestResult {
     let (dir, results) = repo()?;
-    let root = s(dir.path());
+    let root = dir.path();
+    let into_root = |results: &Path| request(results, root, ReadmeTarget::InOutput);
     let missing = dir.path().join("missing.json");
-    assert_one_line_exit_2(&["--results", s(&missing), "--out", root], "missing.json");
+    assert_one_line_exit_2(&into_root(&missing), "missing.json");
     assert!(matches!(
         Results::load(&missing),
         Err(ReportError::Io { .. })
@@ -165,52 +161,27 @@ fn bad_input_gets_one_line_and_exit_code_2() -> TestResult {
     newer["schema_version"] = 99.into();
     let newer_path = dir.path().join("newer.json");
     std::fs::write(&newer_path, serde_json::to_vec(&newer)?)?;
-    assert_one_line_exit_2(
-        &["--results", s(&newer_path), "--out", root],
-        "schema_version 99",
-    );
+    assert_one_line_exit_2(&into_root(&newer_path), "schema_version 99");
 
     let mut empty = support::synthetic();
     empty.records.clear();
     let empty_path = dir.path().join("empty.json");
     empty.save(&empty_path)?;
-    assert_one_line_exit_2(
-        &["--results", s(&empty_path), "--out", root],
-        "holds no records",
-    );
+    assert_one_line_exit_2(&into_root(&empty_path), "holds no records");
 
     let garbage = dir.path().join("garbage.json");
     std::fs::write(&garbage, "{\"schema_version\": 1,\n oops")?;
-    assert_one_line_exit_2(
-        &["--results", s(&garbage), "--out", root],
-        "not a results file",
-    );
+    assert_one_line_exit_2(&into_root(&garbage), "not a results file");
 
-    assert_one_line_exit_2(
-        &["--results", s(&results), "--frobnicate"],
-        "unknown flag --frobnicate",
-    );
-    assert_one_line_exit_2(&["--out", root], "missing --results FILE");
-    assert_one_line_exit_2(&["--results"], "--results needs a value");
     let no_readme = dir.path().join("nowhere/README.md");
     assert_one_line_exit_2(
-        &[
-            "--results",
-            s(&results),
-            "--out",
-            root,
-            "--readme",
-            s(&no_readme),
-        ],
+        &request(&results, root, ReadmeTarget::At(no_readme)),
         "nowhere/README.md",
     );
     assert!(
         !dir.path().join(CHARTS_DIR).exists(),
         "nothing written on bad input"
     );
-    let (code, out, _) = run(&["--help"]);
-    assert_eq!(code, 0);
-    assert!(out.starts_with("usage: ai-meta report"));
     Ok(())
 }
 
@@ -221,7 +192,7 @@ fn a_readme_without_markers_is_refused_and_left_alone() -> TestResult {
     let text = "# Project\n\n## Performance\n\nHand-written numbers.\n";
     std::fs::write(&readme, text)?;
     assert_one_line_exit_2(
-        &["--results", s(&results), "--out", s(dir.path())],
+        &request(&results, dir.path(), ReadmeTarget::InOutput),
         "performance:begin",
     );
     assert_eq!(std::fs::read_to_string(&readme)?, text);
@@ -245,7 +216,7 @@ fn an_unwritable_output_is_exit_code_1() -> TestResult {
     let (dir, results) = repo()?;
     let file = dir.path().join("not-a-dir");
     std::fs::write(&file, "x")?;
-    let (code, _, err) = run(&["--results", s(&results), "--out", s(&file), "--no-readme"]);
+    let (code, _, err) = run(&request(&results, &file, ReadmeTarget::Skip));
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("cannot write"), "{err}");
     let e = render_report(&support::synthetic(), &file, None);

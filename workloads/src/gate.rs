@@ -7,7 +7,7 @@ use aimeta_adapters::EngineKind;
 use aimeta_reports::gate::{CounterMeasured, RatioMeasured};
 
 use crate::run::{plan_datasets, Data, Planned, Progress, RunError, RunOptions};
-use crate::run::{Session, Workload};
+use crate::run::{Session, Variant, Workload};
 
 /// Operations per counter check, each on a freshly opened (cold) pool.
 pub const COLD_OPS: u64 = 50;
@@ -49,8 +49,8 @@ struct RatioSpec {
     what: String,
     pair: usize,
     workload: Workload,
-    a: (Side, &'static str),
-    b: (Side, &'static str),
+    a: (Side, Option<Variant>),
+    b: (Side, Option<Variant>),
     cap: Option<f64>,
 }
 
@@ -95,8 +95,8 @@ fn ratio_specs(pairs: &[Pair]) -> Vec<RatioSpec> {
                         what: format!("{} on {ds}: aimeta / lmdb, mean ns per op", w.name()),
                         pair: i,
                         workload: w,
-                        a: (Side::Mine, ""),
-                        b: (Side::Lmdb, ""),
+                        a: (Side::Mine, None),
+                        b: (Side::Lmdb, None),
                         cap: None,
                     });
                 }
@@ -110,11 +110,11 @@ fn ratio_specs(pairs: &[Pair]) -> Vec<RatioSpec> {
                     ),
                     pair: i,
                     workload: w,
-                    a: (Side::Mine, "native"),
-                    b: (Side::Lmdb, "predecessor_seek"),
+                    a: (Side::Mine, Some(Variant::Native)),
+                    b: (Side::Lmdb, Some(Variant::PredecessorSeek)),
                     cap: None,
                 });
-                for other in ["bisect", "predecessor_seek"] {
+                for other in [Variant::Bisect, Variant::PredecessorSeek] {
                     out.push(RatioSpec {
                         check: format!("kvchain_lpm_native_vs_{other}/{ds}"),
                         what: format!(
@@ -122,8 +122,8 @@ fn ratio_specs(pairs: &[Pair]) -> Vec<RatioSpec> {
                         ),
                         pair: i,
                         workload: w,
-                        a: (Side::Mine, "native"),
-                        b: (Side::Mine, other),
+                        a: (Side::Mine, Some(Variant::Native)),
+                        b: (Side::Mine, Some(other)),
                         cap: Some(1.0),
                     });
                 }
@@ -184,12 +184,12 @@ impl Gate {
         let mut out = Vec::new();
         for p in &mut self.pairs {
             let ds = p.planned.meta.name.clone();
-            let cold: &[(Workload, &'static str, &str)] = match p.planned.data {
+            let cold: &[(Workload, Option<Variant>, &str)] = match p.planned.data {
                 Data::Manifest(_) => &[
-                    (Workload::ManifestScan, "", "scan"),
-                    (Workload::ManifestGet, "", "get"),
+                    (Workload::ManifestScan, None, "scan"),
+                    (Workload::ManifestGet, None, "get"),
                 ],
-                Data::KvChain(_) => &[(Workload::KvchainLpm, "native", "lpm")],
+                Data::KvChain(_) => &[(Workload::KvchainLpm, Some(Variant::Native), "lpm")],
                 Data::Graph(_) => &[],
             };
             for &(w, v, short) in cold {
@@ -206,7 +206,7 @@ impl Gate {
                     what: format!(
                         "pages aimeta reads per {}{} on {ds}, each of {COLD_OPS} operations on a freshly opened pool",
                         w.name(),
-                        if v.is_empty() { String::new() } else { format!(" ({v})") }
+                        v.map(|v| format!(" ({v})")).unwrap_or_default()
                     ),
                     value: pages as f64 / COLD_OPS as f64,
                 });

@@ -227,3 +227,10 @@ pub fn readme_with_markers(dir: &Path) -> std::io::Result<PathBuf> {
     std::fs::write(&path, text)?;
     Ok(path)
 }
+
+/// Asserts that `text` contains every one of `needles`, naming the first one missing.
+pub fn assert_contains_all(text: &str, needles: &[&str]) {
+    for needle in needles {
+        assert!(text.contains(needle), "lacks {needle:?}:\n{text}");
+    }
+}

@@ -2,7 +2,9 @@
 //! layout node i points to node i+1, so a walk follows key order; in the shuffled layout
 //! the walk order is a random permutation, so consecutive hops land anywhere in the store.
 
-use super::Rng;
+use rand::RngExt as _;
+
+use super::seeded;
 
 /// How the walk order relates to key order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,9 +35,10 @@ impl ChainGraph {
             Layout::Linear => (0..nodes).collect(),
             Layout::Shuffled => {
                 let mut v: Vec<u32> = (0..nodes).collect();
-                let mut rng = Rng::new(seed);
+                let mut rng = seeded(seed);
                 for i in (1..v.len()).rev() {
-                    let j = rng.below(i as u64 + 1) as usize;
+                    // u64, not usize: the draw is then the same on 32- and 64-bit machines.
+                    let j = rng.random_range(0..=i as u64) as usize;
                     v.swap(i, j);
                 }
                 v

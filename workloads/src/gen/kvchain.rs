@@ -3,7 +3,9 @@
 //! digits); every level of every chain is stored, so the key set is prefix-closed. Values
 //! are 40 bytes derived from (chain, level).
 
-use super::Rng;
+use rand::RngExt as _;
+
+use super::{derive_seed, seeded};
 
 /// Bytes each level adds to a key.
 pub const LEVEL_BYTES: usize = 9;
@@ -32,13 +34,13 @@ pub struct KvQuery {
 impl KvChain {
     /// Generates `chains` chains with depths in `min_depth..=max_depth`.
     pub fn generate(chains: u32, min_depth: u32, max_depth: u32, seed: u64) -> Self {
-        let mut rng = Rng::new(seed);
+        let mut rng = seeded(seed);
         let mut out = Vec::with_capacity(chains as usize);
         for _ in 0..chains {
-            let depth = rng.between(u64::from(min_depth), u64::from(max_depth));
+            let depth = rng.random_range(min_depth..=max_depth);
             let mut key = ROOT.to_vec();
             for _ in 0..depth {
-                key.extend_from_slice(format!("/{:08x}", rng.next_u64() as u32).as_bytes());
+                key.extend_from_slice(format!("/{:08x}", rng.random::<u32>()).as_bytes());
             }
             out.push(key);
         }
@@ -102,7 +104,7 @@ impl KvChain {
     /// `n` queries: 80 % extend a stored full chain by two phantom levels (the answer is
     /// that chain's full key), 20 % name a chain that does not exist (no answer).
     pub fn queries(&self, n: usize) -> Vec<KvQuery> {
-        let mut rng = Rng::new(self.seed ^ 0x5155_4552_5953);
+        let mut rng = seeded(derive_seed(self.seed, &[b"queries"]));
         let first_levels: std::collections::HashSet<&[u8]> = self
             .chains
             .iter()
@@ -110,12 +112,12 @@ impl KvChain {
             .collect();
         (0..n)
             .map(|_| {
-                if rng.below(100) < 80 {
-                    let c = rng.below(self.chains.len() as u64) as usize;
+                if rng.random_range(0..100u32) < 80 {
+                    let c = rng.random_range(0..self.chains.len() as u64) as usize;
                     let mut key = self.chains[c].clone();
                     let full = key.len();
                     for _ in 0..2 {
-                        key.extend_from_slice(format!("/{:08x}", rng.next_u64() as u32).as_bytes());
+                        key.extend_from_slice(format!("/{:08x}", rng.random::<u32>()).as_bytes());
                     }
                     KvQuery {
                         key,
@@ -126,12 +128,12 @@ impl KvChain {
                     let mut key = ROOT.to_vec();
                     loop {
                         key.truncate(ROOT.len());
-                        key.extend_from_slice(format!("/{:08x}", rng.next_u64() as u32).as_bytes());
+                        key.extend_from_slice(format!("/{:08x}", rng.random::<u32>()).as_bytes());
                         if !first_levels.contains(key.as_slice()) {
                             break;
                         }
                     }
-                    key.extend_from_slice(format!("/{:08x}", rng.next_u64() as u32).as_bytes());
+                    key.extend_from_slice(format!("/{:08x}", rng.random::<u32>()).as_bytes());
                     KvQuery {
                         key,
                         expect_len: None,

@@ -1,5 +1,5 @@
 //! Deterministic data and query generators: the same seed gives the same bytes on any
-//! machine (a fixed xorshift generator, no platform randomness).
+//! machine (one value-stable PCG generator, seeds derived from names; see `rng`).
 
 mod chain_graph;
 mod kvchain;
@@ -9,4 +9,4 @@ mod rng;
 pub use chain_graph::{ChainGraph, Layout};
 pub use kvchain::{KvChain, KvQuery, LEVEL_BYTES};
 pub use manifest::Manifest;
-pub use rng::Rng;
+pub use rng::{derive_seed, seeded, Rng};

@@ -9,11 +9,21 @@ pub enum RunError {
     /// A name given on the command line is not known.
     #[error("unknown {what} {name:?}; valid: {valid}")]
     UnknownName {
-        /// engine, workload, scale or budget mode.
+        /// engine, workload, variant, scale or budget mode.
         what: &'static str,
         /// The name given.
         name: String,
         /// The names accepted.
+        valid: String,
+    },
+    /// A workload was asked to run in a variant it does not have.
+    #[error("{workload} has no variant {variant}; its variants: {valid}")]
+    NoSuchVariant {
+        /// The workload.
+        workload: &'static str,
+        /// The variant asked for ("none" for the workload's plain form).
+        variant: &'static str,
+        /// The variants it has.
         valid: String,
     },
     /// An engine failed while loading or measuring.

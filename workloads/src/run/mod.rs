@@ -7,6 +7,7 @@ mod measure;
 mod ops;
 mod session;
 mod sys;
+mod variant;
 
 use std::path::PathBuf;
 
@@ -14,10 +15,11 @@ use aimeta_adapters::{Durability, EngineKind};
 use aimeta_reports::{Dataset, Provenance, Record, Results, RunConfig, Status, SCHEMA_VERSION};
 
 pub use error::RunError;
-pub use session::{base_record, full_frame_variants, variants, Session};
+pub use session::{base_record, full_frame_variants, variants, workload_seed, Measured, Session};
 pub use sys::{drop_from_page_cache, CgroupGuard};
+pub use variant::Variant;
 
-use crate::gen::{ChainGraph, KvChain, Layout, Manifest};
+use crate::gen::{derive_seed, ChainGraph, KvChain, Layout, Manifest};
 use crate::scale::Scale;
 
 /// A timed operation of the benchmark.
@@ -289,11 +291,11 @@ pub fn plan_datasets(o: &RunOptions) -> Vec<Planned> {
         }
     }
     if fam(Family::KvChain) {
-        for (name, chains, salt) in [
-            ("kvchain_fits", s.kvchain_fits, 1),
-            ("kvchain_beyond", s.kvchain_beyond, 2),
+        for (name, chains) in [
+            ("kvchain_fits", s.kvchain_fits),
+            ("kvchain_beyond", s.kvchain_beyond),
         ] {
-            let kv = KvChain::seed_shape(chains, o.seed ^ salt);
+            let kv = KvChain::seed_shape(chains, derive_seed(o.seed, &[name.as_bytes()]));
             out.push(Planned {
                 meta: Dataset {
                     name: name.into(),
@@ -312,7 +314,11 @@ pub fn plan_datasets(o: &RunOptions) -> Vec<Planned> {
             ("chain_linear", Layout::Linear),
             ("chain_shuffled", Layout::Shuffled),
         ] {
-            let g = ChainGraph::generate(s.graph_nodes, layout, o.seed ^ 3);
+            let g = ChainGraph::generate(
+                s.graph_nodes,
+                layout,
+                derive_seed(o.seed, &[name.as_bytes()]),
+            );
             out.push(Planned {
                 meta: Dataset {
                     name: name.into(),
@@ -400,7 +406,7 @@ fn run_engine(
                 .map(|w| Record {
                     status: Status::Skipped,
                     note: Some(why.clone()),
-                    ..base_record(w.name(), &ds.name, kind.name(), None)
+                    ..base_record(*w, &ds.name, kind, None)
                 })
                 .collect());
         }
@@ -411,28 +417,34 @@ fn run_engine(
     }
     let native = s.engine()?.capabilities().native_longest_prefix;
     for &w in wanted.iter().filter(|&&w| w != Workload::BulkLoad) {
-        for v in variants(w, s.name, o.full_frame) {
-            if v == Some("native") && !native {
+        for v in variants(w, kind, o.full_frame) {
+            if v == Some(Variant::Native) && !native {
                 out.push(Record {
                     status: Status::Unsupported,
-                    note: Some(format!("{} has no native longest-prefix lookup", s.name)),
-                    ..base_record(w.name(), &ds.name, s.name, v)
+                    note: Some(format!("{} has no native longest-prefix lookup", s.name())),
+                    ..base_record(w, &ds.name, kind, v)
                 });
                 continue;
             }
             let (warm, ops) = counts(o, w);
             let _guard = enter_budget(o, &mut s)?;
             progress.begin(
-                &format!("{} {} {} {}", s.name, ds.name, w.name(), v.unwrap_or("")),
+                &format!(
+                    "{} {} {} {}",
+                    s.name(),
+                    ds.name,
+                    w.name(),
+                    v.map_or("", Variant::name)
+                ),
                 ops,
             );
-            s.measure(w, v.unwrap_or(""), warm, ops, progress)?;
+            s.measure(w, v, warm, ops, progress)?;
             progress.end();
         }
     }
     out.extend(s.records());
     drop(s);
-    let full_frame: Vec<(Workload, &'static str)> = wanted
+    let full_frame: Vec<(Workload, Variant)> = wanted
         .iter()
         .flat_map(|&w| full_frame_variants(w).iter().map(move |&v| (w, v)))
         .collect();
@@ -442,7 +454,7 @@ fn run_engine(
                 let (warm, ops) = counts(o, w);
                 let _guard = enter_budget(o, &mut ff)?;
                 progress.begin(&format!("aimeta {} {} {v}", ds.name, w.name()), ops);
-                ff.measure(w, v, warm, ops, progress)?;
+                ff.measure(w, Some(v), warm, ops, progress)?;
                 progress.end();
             }
             out.extend(ff.records());

@@ -4,9 +4,10 @@
 use std::collections::HashMap;
 
 use aimeta_adapters::{CasOutcome, KvEngine, ListItem, LpmMethod};
+use rand::RngExt as _;
 
 use super::RunError;
-use crate::gen::{ChainGraph, KvQuery, Manifest, Rng};
+use crate::gen::{seeded, ChainGraph, KvQuery, Manifest, Rng};
 
 fn engine_err(
     engine: &dyn KvEngine,
@@ -57,7 +58,7 @@ impl ManifestOps {
         ManifestOps {
             m,
             dataset: dataset.to_string(),
-            rng: Rng::new(seed),
+            rng: seeded(seed),
             buf: Vec::new(),
             cas_values: HashMap::new(),
         }
@@ -71,7 +72,7 @@ impl ManifestOps {
 
 impl ManifestRun<'_> {
     fn shard(&mut self) -> u32 {
-        self.st.rng.below(u64::from(self.st.m.shards)) as u32
+        self.st.rng.random_range(0..self.st.m.shards)
     }
 
     /// manifest_scan: 100 entries with values under a random shard's prefix.
@@ -97,7 +98,7 @@ impl ManifestRun<'_> {
 
     /// manifest_get: a random existing key.
     pub fn get(&mut self) -> Result<(), RunError> {
-        let n = self.st.rng.below(self.st.m.keys());
+        let n = self.st.rng.random_range(0..self.st.m.keys());
         let key = self.st.m.nth_key(n);
         let found = self.engine.get(&key, &mut self.st.buf).map_err(engine_err(
             self.engine,
@@ -144,7 +145,7 @@ impl ManifestRun<'_> {
     /// manifest_range100: 100 rows from a random key.
     pub fn range100(&mut self) -> Result<(), RunError> {
         let keys = self.st.m.keys();
-        let n = self.st.rng.below(keys.saturating_sub(100).max(1));
+        let n = self.st.rng.random_range(0..keys.saturating_sub(100).max(1));
         let start = self.st.m.nth_key(n);
         let got = self
             .engine
@@ -168,7 +169,7 @@ impl ManifestRun<'_> {
     pub fn count8000(&mut self) -> Result<(), RunError> {
         let keys = self.st.m.keys();
         let span = 8_000.min(keys.saturating_sub(1));
-        let n = self.st.rng.below((keys - span).max(1));
+        let n = self.st.rng.random_range(0..(keys - span).max(1));
         let (a, b) = (self.st.m.nth_key(n), self.st.m.nth_key(n + span));
         let got = self.engine.count_range(&a, &b).map_err(engine_err(
             self.engine,
@@ -187,7 +188,7 @@ impl ManifestRun<'_> {
 
     /// manifest_cas: swap a random key's value for a new one, expecting its current value.
     pub fn cas(&mut self, round: u64) -> Result<(), RunError> {
-        let n = self.st.rng.below(self.st.m.keys());
+        let n = self.st.rng.random_range(0..self.st.m.keys());
         let key = self.st.m.nth_key(n);
         let per = u64::from(self.st.m.per_shard);
         let current = self
@@ -273,7 +274,7 @@ pub fn walk500(
     rng: &mut Rng,
     buf: &mut Vec<u8>,
 ) -> Result<(), RunError> {
-    let start = rng.below(u64::from(g.nodes)) as u32;
+    let start = rng.random_range(0..g.nodes);
     let mut key = ChainGraph::key(start);
     for _ in 0..500 {
         if !engine

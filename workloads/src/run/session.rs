@@ -16,8 +16,12 @@ use hdrhistogram::Histogram;
 
 use super::measure::{histogram, io_per_op, latency};
 use super::ops::{self, ManifestOps};
-use super::{sys, Data, Planned, Progress, RunError, RunOptions, Workload};
-use crate::gen::{KvQuery, Rng};
+use super::{sys, Data, Planned, Progress, RunError, RunOptions, Variant, Workload};
+use crate::gen::{derive_seed, seeded, KvQuery, Rng};
+
+/// A workload in one of its variants (None: its one form): what a session keeps state,
+/// histograms and a seed for.
+pub type Measured = (Workload, Option<Variant>);
 
 /// Operation state of one (workload, variant).
 enum OpState {
@@ -55,8 +59,6 @@ pub struct Session {
     engine: Option<Box<dyn KvEngine>>,
     kind: EngineKind,
     full_frame: bool,
-    /// Engine name.
-    pub name: &'static str,
     /// The data set.
     pub dataset: Dataset,
     data: Data,
@@ -67,8 +69,8 @@ pub struct Session {
     /// Seconds the load took (with its checkpoint).
     pub load_secs: f64,
     seed: u64,
-    states: HashMap<(Workload, &'static str), OpState>,
-    tallies: Vec<((Workload, &'static str), Tally)>,
+    states: HashMap<Measured, OpState>,
+    tallies: Vec<(Measured, Tally)>,
 }
 
 fn options(o: &RunOptions, data_bytes: u64) -> OpenOptions {
@@ -104,16 +106,21 @@ pub fn open_engine(
 }
 
 /// The variants of `w` an engine runs (None: the workload has one form).
-pub fn variants(w: Workload, engine: &str, full_frame: bool) -> Vec<Option<&'static str>> {
+pub fn variants(w: Workload, engine: EngineKind, full_frame: bool) -> Vec<Option<Variant>> {
+    let aimeta = engine == EngineKind::Aimeta;
     match w {
-        Workload::KvchainLpm if engine == "aimeta" => vec![
-            Some("native"),
-            Some("native_boundary"),
-            Some("predecessor_seek"),
-            Some("bisect"),
+        Workload::KvchainLpm if aimeta => vec![
+            Some(Variant::Native),
+            Some(Variant::NativeBoundary),
+            Some(Variant::PredecessorSeek),
+            Some(Variant::Bisect),
         ],
-        Workload::KvchainLpm => vec![Some("native"), Some("predecessor_seek"), Some("bisect")],
-        Workload::ManifestScan if engine == "aimeta" && full_frame => vec![Some("paged")],
+        Workload::KvchainLpm => vec![
+            Some(Variant::Native),
+            Some(Variant::PredecessorSeek),
+            Some(Variant::Bisect),
+        ],
+        Workload::ManifestScan if aimeta && full_frame => vec![Some(Variant::Paged)],
         _ => vec![None],
     }
 }
@@ -121,12 +128,51 @@ pub fn variants(w: Workload, engine: &str, full_frame: bool) -> Vec<Option<&'sta
 /// The variants of `w` measured on aimeta in its full-frame reproduction mode: the read
 /// paths the seed report found slow (scans and longest-prefix lookups) and the point get
 /// it found fast on the same store; empty for the other workloads.
-pub fn full_frame_variants(w: Workload) -> &'static [&'static str] {
+pub fn full_frame_variants(w: Workload) -> &'static [Variant] {
     match w {
-        Workload::ManifestScan | Workload::ManifestGet => &["full_frame"],
-        Workload::KvchainLpm => &["native_full_frame", "bisect_full_frame"],
+        Workload::ManifestScan | Workload::ManifestGet => &[Variant::FullFrame],
+        Workload::KvchainLpm => &[Variant::NativeFullFrame, Variant::BisectFullFrame],
         _ => &[],
     }
+}
+
+/// The seed of (workload, variant)'s draws on `dataset` in a run seeded with `run_seed`:
+/// distinct for every pair the runner measures (see `derive_seed`).
+pub fn workload_seed(run_seed: u64, (w, v): Measured, dataset: &str) -> u64 {
+    derive_seed(
+        run_seed,
+        &[
+            w.name().as_bytes(),
+            dataset.as_bytes(),
+            v.map_or("", Variant::name).as_bytes(),
+        ],
+    )
+}
+
+/// The longest-prefix method `variant` of `w` runs; a typed error for a variant that
+/// names none (the plain form, or a scan mode), where a catch-all would silently bisect.
+fn lpm_method(w: Workload, variant: Option<Variant>) -> Result<LpmMethod, RunError> {
+    variant
+        .and_then(Variant::lpm_method)
+        .ok_or_else(|| RunError::NoSuchVariant {
+            workload: w.name(),
+            variant: variant.map_or("none", Variant::name),
+            valid: Variant::ALL
+                .into_iter()
+                .filter(|v| v.lpm_method().is_some())
+                .map(Variant::name)
+                .collect::<Vec<_>>()
+                .join(", "),
+        })
+}
+
+/// The seed of reader `thread` of a parallel workload in its `round`-th call, drawn from
+/// the workload's own seed.
+fn thread_seed(workload_seed: u64, thread: u64, round: u64) -> u64 {
+    derive_seed(
+        workload_seed,
+        &[&thread.to_le_bytes(), &round.to_le_bytes()],
+    )
 }
 
 impl Session {
@@ -188,7 +234,6 @@ impl Session {
         progress.end();
         let size = engine.size_on_disk().map_err(err("size on disk"))?;
         Ok(Ok(Session {
-            name: kind.name(),
             engine: Some(engine),
             kind,
             full_frame,
@@ -208,6 +253,11 @@ impl Session {
         self.kind
     }
 
+    /// The engine's name.
+    pub fn name(&self) -> &'static str {
+        self.kind.name()
+    }
+
     /// The loaded engine.
     pub fn engine(&self) -> Result<&dyn KvEngine, RunError> {
         self.engine.as_deref().ok_or_else(|| self.closed())
@@ -215,7 +265,7 @@ impl Session {
 
     fn closed(&self) -> RunError {
         RunError::Closed {
-            engine: self.name.to_string(),
+            engine: self.name().to_string(),
             dataset: self.dataset.name.clone(),
         }
     }
@@ -233,7 +283,7 @@ impl Session {
             self.full_frame,
         )
         .map_err(|source| RunError::Engine {
-            engine: self.name.to_string(),
+            engine: self.name().to_string(),
             dataset: self.dataset.name.clone(),
             step: "reopen".to_string(),
             source: Box::new(source),
@@ -263,15 +313,16 @@ impl Session {
                 "one timed load of the whole data set, checkpoint included; ns_per_op is per key"
                     .into(),
             ),
-            ..base_record(Workload::BulkLoad.name(), &ds.name, self.name, None)
+            ..base_record(Workload::BulkLoad, &ds.name, self.kind, None)
         }
     }
 
-    fn ensure_state(&mut self, w: Workload, variant: &'static str) {
-        if self.states.contains_key(&(w, variant)) {
-            return;
+    fn ensure_state(&mut self, key: Measured) -> Result<(), RunError> {
+        if self.states.contains_key(&key) {
+            return Ok(());
         }
-        let seed = self.seed ^ ((w.name().len() as u64) << 8) ^ variant.len() as u64;
+        let (w, variant) = key;
+        let seed = workload_seed(self.seed, key, &self.dataset.name);
         let st = match &self.data {
             Data::Manifest(m) => OpState::Manifest(ManifestOps::new(*m, &self.dataset.name, seed)),
             Data::KvChain(kv) if w == Workload::KvchainGet => OpState::KvGet {
@@ -280,27 +331,23 @@ impl Session {
                 next: 0,
             },
             Data::KvChain(kv) => OpState::Lpm {
+                method: lpm_method(w, variant)?,
                 queries: kv.queries(50_000),
-                method: match variant {
-                    "native" | "native_full_frame" => LpmMethod::Native,
-                    "native_boundary" => LpmMethod::NativeAtBoundary { delimiter: b'/' },
-                    "predecessor_seek" => LpmMethod::PredecessorSeek,
-                    _ => LpmMethod::Bisect { delimiter: b'/' },
-                },
                 buf: Vec::new(),
                 next: 0,
             },
             Data::Graph(_) => OpState::Walk {
-                rng: Rng::new(seed),
+                rng: seeded(seed),
                 buf: Vec::new(),
             },
         };
-        self.states.insert((w, variant), st);
+        self.states.insert(key, st);
+        Ok(())
     }
 
     /// Runs operation `i` of (w, variant).
-    pub fn op(&mut self, w: Workload, variant: &'static str, i: u64) -> Result<(), RunError> {
-        self.ensure_state(w, variant);
+    pub fn op(&mut self, w: Workload, variant: Option<Variant>, i: u64) -> Result<(), RunError> {
+        self.ensure_state((w, variant))?;
         let Session {
             engine,
             states,
@@ -348,7 +395,7 @@ impl Session {
         }
     }
 
-    fn tally(&mut self, key: (Workload, &'static str), threads: u32) -> &mut Tally {
+    fn tally(&mut self, key: Measured, threads: u32) -> &mut Tally {
         let at = match self.tallies.iter().position(|(k, _)| *k == key) {
             Some(at) => at,
             None => {
@@ -370,12 +417,7 @@ impl Session {
     }
 
     /// Adds counter totals of a timed phase to the tally.
-    fn add_io(
-        &mut self,
-        key: (Workload, &'static str),
-        before: Option<aimeta_adapters::IoCounters>,
-        os0: u64,
-    ) {
+    fn add_io(&mut self, key: Measured, before: Option<aimeta_adapters::IoCounters>, os0: u64) {
         let after = self.engine.as_deref().and_then(|e| e.io_counters());
         let os = sys::os_read_bytes().saturating_sub(os0);
         if let Some(d) = io_per_op(before, after, os, 1) {
@@ -395,7 +437,7 @@ impl Session {
     pub fn measure(
         &mut self,
         w: Workload,
-        variant: &'static str,
+        variant: Option<Variant>,
         warmup: u64,
         ops: u64,
         progress: &dyn Progress,
@@ -419,14 +461,14 @@ impl Session {
     pub fn time_iters(
         &mut self,
         w: Workload,
-        variant: &'static str,
+        variant: Option<Variant>,
         iters: u64,
     ) -> Result<Duration, RunError> {
         if w == Workload::ManifestGetPar8 {
             return self.time_par8(iters);
         }
-        self.ensure_state(w, variant);
         let key = (w, variant);
+        self.ensure_state(key)?;
         let before = self.engine()?.io_counters();
         let os0 = sys::os_read_bytes();
         let base = self.tally(key, 1).ops;
@@ -463,21 +505,21 @@ impl Session {
         let Data::Manifest(m) = self.data.clone() else {
             return Ok(Duration::ZERO);
         };
-        let key = (Workload::ManifestGetPar8, "");
+        let key = (Workload::ManifestGetPar8, None);
         let per = iters.div_ceil(THREADS);
         let round = self.tally(key, THREADS as u32).ops;
         let eng = self.engine()?;
         let before = eng.io_counters();
         let os0 = sys::os_read_bytes();
         let dataset = self.dataset.name.clone();
-        let seed = self.seed;
+        let seed = workload_seed(self.seed, key, &dataset);
         let start = Instant::now();
         let hists: Vec<Result<Histogram<u64>, RunError>> = std::thread::scope(|s| {
             let handles: Vec<_> = (0..THREADS)
                 .map(|t| {
                     let dataset = &dataset;
                     s.spawn(move || {
-                        let mut mo = ManifestOps::new(m, dataset, seed ^ (0x100 + t) ^ round);
+                        let mut mo = ManifestOps::new(m, dataset, thread_seed(seed, t, round));
                         let mut h = histogram();
                         for _ in 0..per {
                             let t0 = Instant::now();
@@ -540,12 +582,7 @@ impl Session {
                     size_on_disk_bytes: Some(self.size),
                     io_per_op: Some(io),
                     load_secs: Some(self.load_secs),
-                    ..base_record(
-                        w.name(),
-                        &self.dataset.name,
-                        self.name,
-                        (!v.is_empty()).then_some(*v),
-                    )
+                    ..base_record(*w, &self.dataset.name, self.kind, *v)
                 }
             })
             .collect()
@@ -559,12 +596,17 @@ impl Drop for Session {
 }
 
 /// A record with no measurement yet.
-pub fn base_record(workload: &str, dataset: &str, engine: &str, variant: Option<&str>) -> Record {
+pub fn base_record(
+    workload: Workload,
+    dataset: &str,
+    engine: EngineKind,
+    variant: Option<Variant>,
+) -> Record {
     Record {
-        workload: workload.into(),
+        workload: workload.name().into(),
         dataset: dataset.into(),
-        engine: engine.into(),
-        variant: variant.map(str::to_string),
+        engine: engine.name().into(),
+        variant: variant.map(|v| v.name().to_string()),
         status: Status::Ok,
         note: None,
         ops: 0,
@@ -574,5 +616,94 @@ pub fn base_record(workload: &str, dataset: &str, engine: &str, variant: Option<
         size_on_disk_bytes: None,
         io_per_op: None,
         load_secs: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use super::*;
+    use crate::run::plan_datasets;
+    use crate::scale::CI;
+
+    #[test]
+    fn a_lookup_without_a_method_is_refused() {
+        let lpm = Workload::KvchainLpm;
+        assert_eq!(
+            lpm_method(lpm, Some(Variant::NativeBoundary)).ok(),
+            Some(LpmMethod::NativeAtBoundary { delimiter: b'/' })
+        );
+        for wrong in [None, Some(Variant::Paged), Some(Variant::FullFrame)] {
+            let e = lpm_method(lpm, wrong);
+            assert!(
+                matches!(&e, Err(RunError::NoSuchVariant { valid, .. }) if valid.starts_with("native, native_boundary")),
+                "{wrong:?}: {e:?}"
+            );
+        }
+        let message = lpm_method(lpm, None).map_err(|e| e.to_string()).err();
+        assert_eq!(
+            message.as_deref(),
+            Some("kvchain_lpm has no variant none; its variants: native, native_boundary, predecessor_seek, bisect, native_full_frame, bisect_full_frame")
+        );
+    }
+
+    #[test]
+    fn no_two_measured_pairs_share_a_seed() {
+        let o = RunOptions::new(
+            CI,
+            EngineKind::ALL.to_vec(),
+            Workload::ALL.to_vec(),
+            PathBuf::from("unused"),
+        );
+        // Every (data set, workload, variant) the runner, the bench or the gate can
+        // measure: each engine's variants in both modes, and the full-frame ones.
+        let mut seen: HashMap<u64, String> = HashMap::new();
+        let mut insert = |seed: u64, what: String| {
+            if let Some(first) = seen.insert(seed, what.clone()) {
+                panic!("{what} draws the same sequence as {first}");
+            }
+        };
+        let mut pairs = 0;
+        for planned in plan_datasets(&o) {
+            let ds = planned.meta.name.as_str();
+            let mut measured: Vec<Measured> = Vec::new();
+            for w in Workload::ALL
+                .into_iter()
+                .filter(|w| w.runs_on(&planned.data))
+            {
+                for kind in EngineKind::ALL {
+                    for full_frame in [false, true] {
+                        measured.extend(variants(w, kind, full_frame).into_iter().map(|v| (w, v)));
+                    }
+                }
+                measured.extend(full_frame_variants(w).iter().map(|&v| (w, Some(v))));
+            }
+            measured.sort_by_key(|&(w, v)| (w.name(), v.map(Variant::name)));
+            measured.dedup();
+            for key in measured {
+                let seed = workload_seed(o.seed, key, ds);
+                insert(seed, format!("{key:?} on {ds}"));
+                pairs += 1;
+                if key.0 == Workload::ManifestGetPar8 {
+                    for thread in 0..8 {
+                        for round in [0, 1, 1000] {
+                            insert(
+                                thread_seed(seed, thread, round),
+                                format!("reader {thread} of {key:?} on {ds}, round {round}"),
+                            );
+                        }
+                    }
+                }
+            }
+        }
+        // Six data sets; manifest_scan alone has its plain form and paged and full_frame.
+        assert!(pairs >= 20, "only {pairs} pairs seen");
+        let fits = "manifest_fits";
+        assert_ne!(
+            workload_seed(42, (Workload::ManifestScan, None), fits),
+            workload_seed(42, (Workload::ManifestList, None), fits),
+            "the two 13-character names drew the same sequence before"
+        );
     }
 }

@@ -1,0 +1,119 @@
+//! The variants of a workload: the different ways one engine runs the same operations
+//! (longest-prefix methods, scan modes), each recorded under its own name.
+
+use std::fmt;
+use std::str::FromStr;
+
+use aimeta_adapters::LpmMethod;
+
+use super::RunError;
+
+/// One way of running a workload, named in results as `variant`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Variant {
+    /// kvchain_lpm through the engine's own longest-prefix lookup.
+    Native,
+    /// kvchain_lpm through aimeta's lookup that stops at a '/' boundary.
+    NativeBoundary,
+    /// kvchain_lpm emulated with one predecessor seek and a check.
+    PredecessorSeek,
+    /// kvchain_lpm emulated by bisecting over the query's '/' boundaries with point gets.
+    Bisect,
+    /// manifest_scan on aimeta in its normal paged mode, beside its full-frame run.
+    Paged,
+    /// manifest_scan or manifest_get on aimeta in its full-frame reproduction mode.
+    FullFrame,
+    /// kvchain_lpm's native lookup on aimeta in its full-frame reproduction mode.
+    NativeFullFrame,
+    /// kvchain_lpm's bisect emulation on aimeta in its full-frame reproduction mode.
+    BisectFullFrame,
+}
+
+impl Variant {
+    /// Every variant.
+    pub const ALL: [Variant; 8] = [
+        Variant::Native,
+        Variant::NativeBoundary,
+        Variant::PredecessorSeek,
+        Variant::Bisect,
+        Variant::Paged,
+        Variant::FullFrame,
+        Variant::NativeFullFrame,
+        Variant::BisectFullFrame,
+    ];
+
+    /// The variant's name in results.
+    pub fn name(self) -> &'static str {
+        match self {
+            Variant::Native => "native",
+            Variant::NativeBoundary => "native_boundary",
+            Variant::PredecessorSeek => "predecessor_seek",
+            Variant::Bisect => "bisect",
+            Variant::Paged => "paged",
+            Variant::FullFrame => "full_frame",
+            Variant::NativeFullFrame => "native_full_frame",
+            Variant::BisectFullFrame => "bisect_full_frame",
+        }
+    }
+
+    /// The longest-prefix method a kvchain_lpm variant runs; None for the scan modes.
+    pub fn lpm_method(self) -> Option<LpmMethod> {
+        match self {
+            Variant::Native | Variant::NativeFullFrame => Some(LpmMethod::Native),
+            Variant::NativeBoundary => Some(LpmMethod::NativeAtBoundary { delimiter: b'/' }),
+            Variant::PredecessorSeek => Some(LpmMethod::PredecessorSeek),
+            Variant::Bisect | Variant::BisectFullFrame => {
+                Some(LpmMethod::Bisect { delimiter: b'/' })
+            }
+            Variant::Paged | Variant::FullFrame => None,
+        }
+    }
+
+    /// Parses a variant name.
+    pub fn parse(name: &str) -> Result<Variant, RunError> {
+        Self::ALL
+            .into_iter()
+            .find(|v| v.name() == name.trim())
+            .ok_or_else(|| RunError::UnknownName {
+                what: "variant",
+                name: name.to_string(),
+                valid: Self::ALL.map(Variant::name).join(", "),
+            })
+    }
+}
+
+impl fmt::Display for Variant {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Variant {
+    type Err = RunError;
+
+    fn from_str(name: &str) -> Result<Variant, RunError> {
+        Variant::parse(name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip_and_a_misspelt_one_is_refused() {
+        for v in Variant::ALL {
+            assert_eq!(Variant::parse(v.name()).ok(), Some(v));
+        }
+        let e = "bisekt".parse::<Variant>();
+        assert!(
+            matches!(&e, Err(RunError::UnknownName { what: "variant", valid, .. }) if valid.contains("bisect, paged")),
+            "{e:?}"
+        );
+        assert_eq!(
+            Variant::BisectFullFrame.lpm_method(),
+            Some(LpmMethod::Bisect { delimiter: b'/' })
+        );
+        assert_eq!(Variant::Paged.lpm_method(), None);
+    }
+}
