@@ -81,3 +81,25 @@ pub enum RunError {
         detail: String,
     },
 }
+
+/// The one of `all` that `name_of` names `name` (spaces around it ignored), or the
+/// `UnknownName` error that lists every valid name.
+pub(crate) fn find_by_name<T: Copy>(
+    what: &'static str,
+    name: &str,
+    all: &[T],
+    name_of: fn(T) -> &'static str,
+) -> Result<T, RunError> {
+    all.iter()
+        .copied()
+        .find(|&x| name_of(x) == name.trim())
+        .ok_or_else(|| RunError::UnknownName {
+            what,
+            name: name.to_string(),
+            valid: all
+                .iter()
+                .map(|&x| name_of(x))
+                .collect::<Vec<_>>()
+                .join(", "),
+        })
+}

@@ -106,14 +106,7 @@ impl Workload {
 
     /// Parses a workload name.
     pub fn parse(name: &str) -> Result<Workload, RunError> {
-        Self::ALL
-            .into_iter()
-            .find(|w| w.name() == name.trim())
-            .ok_or_else(|| RunError::UnknownName {
-                what: "workload",
-                name: name.to_string(),
-                valid: Self::ALL.map(Workload::name).join(", "),
-            })
+        error::find_by_name("workload", name, &Self::ALL, Workload::name)
     }
 }
 
@@ -268,7 +261,16 @@ impl Workload {
 pub fn plan_datasets(o: &RunOptions) -> Vec<Planned> {
     let s = &o.scale;
     let fam = |f: Family| o.workloads.iter().any(|w| w.family() == Some(f));
-    let ratio = |bytes: u64| bytes as f64 / s.budget_bytes as f64;
+    // What the results file says about a data set of `keys` keys and `bytes` bytes.
+    let meta = |name: &str, family: &str, keys: u64, bytes: u64| Dataset {
+        name: name.into(),
+        family: family.into(),
+        keys,
+        data_bytes: bytes,
+        fits_budget: bytes < s.budget_bytes,
+        ratio_to_budget: bytes as f64 / s.budget_bytes as f64,
+    };
+    let seed = |name: &str| derive_seed(o.seed, &[name.as_bytes()]);
     let mut out = Vec::new();
     if fam(Family::Manifest)
         || (o.workloads.contains(&Workload::BulkLoad) && o.workloads.len() == 1)
@@ -277,17 +279,9 @@ pub fn plan_datasets(o: &RunOptions) -> Vec<Planned> {
             ("manifest_fits", s.manifest_fits),
             ("manifest_beyond", s.manifest_beyond),
         ] {
-            out.push(Planned {
-                meta: Dataset {
-                    name: name.into(),
-                    family: "manifest".into(),
-                    keys: m.keys(),
-                    data_bytes: m.data_bytes(),
-                    fits_budget: m.data_bytes() < s.budget_bytes,
-                    ratio_to_budget: ratio(m.data_bytes()),
-                },
-                data: Data::Manifest(m),
-            });
+            let meta = meta(name, "manifest", m.keys(), m.data_bytes());
+            let data = Data::Manifest(m);
+            out.push(Planned { meta, data });
         }
     }
     if fam(Family::KvChain) {
@@ -295,18 +289,10 @@ pub fn plan_datasets(o: &RunOptions) -> Vec<Planned> {
             ("kvchain_fits", s.kvchain_fits),
             ("kvchain_beyond", s.kvchain_beyond),
         ] {
-            let kv = KvChain::seed_shape(chains, derive_seed(o.seed, &[name.as_bytes()]));
-            out.push(Planned {
-                meta: Dataset {
-                    name: name.into(),
-                    family: "kvchain".into(),
-                    keys: kv.keys(),
-                    data_bytes: kv.data_bytes(),
-                    fits_budget: kv.data_bytes() < s.budget_bytes,
-                    ratio_to_budget: ratio(kv.data_bytes()),
-                },
-                data: Data::KvChain(kv),
-            });
+            let kv = KvChain::seed_shape(chains, seed(name));
+            let meta = meta(name, "kvchain", kv.keys(), kv.data_bytes());
+            let data = Data::KvChain(kv);
+            out.push(Planned { meta, data });
         }
     }
     if fam(Family::ChainGraph) {
@@ -314,22 +300,10 @@ pub fn plan_datasets(o: &RunOptions) -> Vec<Planned> {
             ("chain_linear", Layout::Linear),
             ("chain_shuffled", Layout::Shuffled),
         ] {
-            let g = ChainGraph::generate(
-                s.graph_nodes,
-                layout,
-                derive_seed(o.seed, &[name.as_bytes()]),
-            );
-            out.push(Planned {
-                meta: Dataset {
-                    name: name.into(),
-                    family: "chain_graph".into(),
-                    keys: u64::from(g.nodes),
-                    data_bytes: g.data_bytes(),
-                    fits_budget: g.data_bytes() < s.budget_bytes,
-                    ratio_to_budget: ratio(g.data_bytes()),
-                },
-                data: Data::Graph(g),
-            });
+            let g = ChainGraph::generate(s.graph_nodes, layout, seed(name));
+            let meta = meta(name, "chain_graph", u64::from(g.nodes), g.data_bytes());
+            let data = Data::Graph(g);
+            out.push(Planned { meta, data });
         }
     }
     out

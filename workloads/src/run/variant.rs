@@ -71,14 +71,7 @@ impl Variant {
 
     /// Parses a variant name.
     pub fn parse(name: &str) -> Result<Variant, RunError> {
-        Self::ALL
-            .into_iter()
-            .find(|v| v.name() == name.trim())
-            .ok_or_else(|| RunError::UnknownName {
-                what: "variant",
-                name: name.to_string(),
-                valid: Self::ALL.map(Variant::name).join(", "),
-            })
+        super::error::find_by_name("variant", name, &Self::ALL, Variant::name)
     }
 }
 
