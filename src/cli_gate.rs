@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use aimeta_adapters::EngineKind;
-use aimeta_reports::gate::{self, GateBaseline, GateMeasurement};
+use aimeta_reports::gate::{self, GateBaseline, GateMeasurement, GateShape};
 use aimeta_workloads::gate::{Gate, GateOptions};
 use aimeta_workloads::run::{self, NoProgress, RunOptions};
 use aimeta_workloads::scale::Scale;
@@ -144,7 +144,12 @@ fn measure_and_judge(
     first.counters.push(g.full_frame_reads()?);
 
     if args.update_baseline {
-        let b = GateBaseline::record(&first, scale, rounds, ops, provenance, previous.as_ref());
+        let b = GateBaseline::record(
+            &first,
+            GateShape::new(scale, rounds, ops),
+            provenance,
+            previous.as_ref(),
+        );
         b.save(&args.baseline)?;
         let rows = gate::evaluate(&b, &first, None);
         print!("{}", gate::render_table(&rows));
@@ -180,9 +185,9 @@ fn measure_and_judge(
         args.baseline.display(),
         p.date,
         p.commit,
-        baseline.scale,
-        baseline.rounds,
-        baseline.ops_per_round
+        baseline.shape.scale,
+        baseline.shape.rounds,
+        baseline.shape.ops_per_round
     );
     if gate::passes(&rows) {
         println!("gate: pass");

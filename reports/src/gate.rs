@@ -104,17 +104,37 @@ pub struct CounterBound {
     pub value: f64,
 }
 
-/// The checked-in bounds of the gate.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct GateBaseline {
-    /// `GATE_SCHEMA_VERSION`.
-    pub schema_version: u32,
-    /// Scale the bounds were recorded at (counters only hold at that scale).
+/// How a gate run measures: its data sets' scale and how many timed operations it runs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GateShape {
+    /// Scale of the data sets (counters only hold at the scale they were recorded at).
     pub scale: String,
     /// Alternating rounds per ratio.
     pub rounds: u32,
     /// Timed operations per engine per round.
     pub ops_per_round: u64,
+}
+
+impl GateShape {
+    /// The shape of a run at `scale` with `rounds` rounds of `ops_per_round` operations.
+    pub fn new(scale: &str, rounds: u32, ops_per_round: u64) -> GateShape {
+        GateShape {
+            scale: scale.to_string(),
+            rounds,
+            ops_per_round,
+        }
+    }
+}
+
+/// The checked-in bounds of the gate.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GateBaseline {
+    /// `GATE_SCHEMA_VERSION`.
+    pub schema_version: u32,
+    /// How the gate ran when it recorded these bounds (flattened: the file keeps `scale`,
+    /// `rounds` and `ops_per_round` at its top level).
+    #[serde(flatten)]
+    pub shape: GateShape,
     /// The run that recorded these bounds.
     pub provenance: Provenance,
     /// Timed checks.
@@ -402,9 +422,7 @@ impl GateBaseline {
     /// `previous` where it has the same check, `DEFAULT_SLACK` otherwise.
     pub fn record(
         m: &GateMeasurement,
-        scale: &str,
-        rounds: u32,
-        ops_per_round: u64,
+        shape: GateShape,
         provenance: Provenance,
         previous: Option<&GateBaseline>,
     ) -> GateBaseline {
@@ -415,9 +433,7 @@ impl GateBaseline {
         };
         GateBaseline {
             schema_version: GATE_SCHEMA_VERSION,
-            scale: scale.to_string(),
-            rounds,
-            ops_per_round,
+            shape,
             provenance,
             ratios: m
                 .ratios
@@ -464,12 +480,12 @@ impl GateBaseline {
 
     /// Checks that the baseline applies to a gate run at `scale`.
     pub fn check_scale(&self, path: &Path, scale: &str) -> Result<(), GateError> {
-        if self.scale == scale {
+        if self.shape.scale == scale {
             Ok(())
         } else {
             Err(GateError::ScaleMismatch {
                 path: path.to_path_buf(),
-                recorded: self.scale.clone(),
+                recorded: self.shape.scale.clone(),
                 ran: scale.to_string(),
             })
         }
@@ -524,9 +540,15 @@ mod tests {
         assert_eq!(median(&[f64::NAN, 5.0]), 5.0);
     }
 
+    /// The first baseline recorded from `m` (no earlier one to keep slacks from), at scale
+    /// ci with `rounds` rounds of 100 operations.
+    fn first_baseline(m: &GateMeasurement, rounds: u32) -> GateBaseline {
+        GateBaseline::record(m, GateShape::new("ci", rounds, 100), provenance(), None)
+    }
+
     #[test]
     fn ratio_bounds_use_slack_and_cap() {
-        let b = GateBaseline::record(&measurement(&[1.0], 10.0), "ci", 5, 100, provenance(), None);
+        let b = first_baseline(&measurement(&[1.0], 10.0), 5);
         assert_eq!(b.ratios[0].bound(), 1.0 * (1.0 + DEFAULT_SLACK));
         // The cap wins over a baseline whose slack would let "native" be slower than bisect.
         assert_eq!(b.ratios[1].bound(), 0.65 * (1.0 + DEFAULT_SLACK));
@@ -539,14 +561,7 @@ mod tests {
 
     #[test]
     fn verdicts_pass_fail_and_remeasure() {
-        let base = GateBaseline::record(
-            &measurement(&[1.0, 1.1, 0.9], 10.0),
-            "ci",
-            3,
-            100,
-            provenance(),
-            None,
-        );
+        let base = first_baseline(&measurement(&[1.0, 1.1, 0.9], 10.0), 3);
         let ok = evaluate(&base, &measurement(&[1.2, 1.25, 1.1], 10.0), None);
         assert!(passes(&ok), "{}", render_table(&ok));
 
@@ -565,7 +580,7 @@ mod tests {
 
     #[test]
     fn counters_are_exact() {
-        let base = GateBaseline::record(&measurement(&[1.0], 10.0), "ci", 1, 1, provenance(), None);
+        let base = first_baseline(&measurement(&[1.0], 10.0), 1);
         let more = evaluate(&base, &measurement(&[1.0], 10.01), None);
         assert_eq!(more[2].verdict, Verdict::Fail);
         let fewer = evaluate(&base, &measurement(&[1.0], 9.0), None);
@@ -575,7 +590,7 @@ mod tests {
 
     #[test]
     fn missing_and_new_checks_fail() {
-        let base = GateBaseline::record(&measurement(&[1.0], 10.0), "ci", 1, 1, provenance(), None);
+        let base = first_baseline(&measurement(&[1.0], 10.0), 1);
         let mut m = measurement(&[1.0], 10.0);
         m.counters[0].check = "renamed".into();
         let rows = evaluate(&base, &m, None);
@@ -592,14 +607,11 @@ mod tests {
 
     #[test]
     fn record_keeps_slack_and_file_round_trips() -> Result<(), Box<dyn std::error::Error>> {
-        let mut first =
-            GateBaseline::record(&measurement(&[1.0], 10.0), "ci", 1, 1, provenance(), None);
+        let mut first = first_baseline(&measurement(&[1.0], 10.0), 1);
         first.ratios[0].slack = 0.5;
         let again = GateBaseline::record(
             &measurement(&[1.1], 9.0),
-            "ci",
-            1,
-            1,
+            GateShape::new("ci", 1, 1),
             provenance(),
             Some(&first),
         );
