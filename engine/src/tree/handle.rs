@@ -42,6 +42,7 @@ impl std::fmt::Debug for Tree {
 
 impl Readable for Tree {
     /// Each read sees the latest commit at the moment it starts.
+    #[inline]
     fn read_view(&self) -> ReadView<'_> {
         ReadView::current(&self.shared)
     }

@@ -35,6 +35,7 @@ enum Pinned<'a> {
 
 impl<'a> ReadView<'a> {
     /// The version that is current now.
+    #[inline]
     pub(crate) fn current(shared: &'a Shared) -> Self {
         ReadView {
             shared,
@@ -43,6 +44,7 @@ impl<'a> ReadView<'a> {
     }
 
     /// A version a snapshot holds.
+    #[inline]
     pub(crate) fn held(shared: &'a Shared, version: &'a Arc<Version>) -> Self {
         ReadView {
             shared,
@@ -50,6 +52,7 @@ impl<'a> ReadView<'a> {
         }
     }
 
+    #[inline]
     fn version(&self) -> &Arc<Version> {
         match &self.version {
             Pinned::Current(guard) => guard,
@@ -57,6 +60,7 @@ impl<'a> ReadView<'a> {
         }
     }
 
+    #[inline]
     fn pool(&self) -> &crate::pool::BufferPool {
         self.shared.pool()
     }

@@ -150,6 +150,7 @@ impl Shared {
     }
 
     /// The buffer pool over the data file.
+    #[inline]
     pub fn pool(&self) -> &Arc<BufferPool> {
         &self.pool
     }
@@ -160,6 +161,7 @@ impl Shared {
     }
 
     /// The current version, without touching its reference count: for one read.
+    #[inline]
     pub fn current_guard(&self) -> Guard<Arc<Version>> {
         self.current.load()
     }

@@ -24,6 +24,7 @@ impl std::fmt::Debug for Snapshot {
 }
 
 impl Readable for Snapshot {
+    #[inline]
     fn read_view(&self) -> ReadView<'_> {
         ReadView::held(&self.shared, &self.version)
     }
