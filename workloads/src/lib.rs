@@ -9,4 +9,5 @@ pub mod gate;
 pub mod gen;
 pub mod run;
 pub mod scale;
+pub mod trace;
 mod versions;

@@ -1,0 +1,10 @@
+//! KV-cache request traces (Mooncake's format) and the cache manager that replays them:
+//! what a serving system's prefix cache does per request (find the longest cached prefix
+//! of the request's block chain, insert the missing blocks, evict least-recently-used
+//! leaves when full), kept as the harness's own bookkeeping.
+
+mod model;
+mod parse;
+
+pub use model::{CacheModel, RequestOutcome};
+pub use parse::{parse_trace, read_trace, Request, Trace, TraceError, TraceErrorKind};
