@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 use aimeta_engine::{KeyItem, Readable, ScanIo, Tree, TreeConfig, WriteBatch};
 
 use crate::api::{
-    Capabilities, CasOutcome, Durability, IoCounters, KvEngine, KvPair, ListItem, LpmMethod,
-    OpenOptions,
+    BatchOp, Capabilities, CasOutcome, Durability, IoCounters, KvEngine, KvPair, ListItem,
+    LpmMethod, OpenOptions,
 };
 use crate::emul::{self, OrderedRead, SortedCheck};
 use crate::error::{Error, Result};
@@ -188,6 +188,19 @@ impl KvEngine for AimetaEngine {
             return Ok(());
         }
         self.tree.delete(key).map(|_| ()).map_err(berr("delete"))
+    }
+
+    fn write_batch(&self, ops: &[BatchOp<'_>]) -> Result<()> {
+        emul::check_batch(NAME, ops)?;
+        let mut batch = aimeta_engine::WriteBatch::new();
+        for op in ops {
+            match *op {
+                BatchOp::Put { key, value } => batch.put(key, value),
+                BatchOp::Delete { key: [] } => &mut batch,
+                BatchOp::Delete { key } => batch.delete(key),
+            };
+        }
+        self.tree.apply_batch(&batch).map_err(berr("write_batch"))
     }
 
     fn compare_and_swap(

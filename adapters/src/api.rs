@@ -175,6 +175,32 @@ pub struct IoCounters {
     pub readahead_pages: u64,
 }
 
+/// One write of an atomic batch ([`KvEngine::write_batch`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BatchOp<'a> {
+    /// Insert or overwrite `key`.
+    Put {
+        /// The key.
+        key: &'a [u8],
+        /// Its new value.
+        value: &'a [u8],
+    },
+    /// Remove `key` (absent is not an error).
+    Delete {
+        /// The key.
+        key: &'a [u8],
+    },
+}
+
+impl<'a> BatchOp<'a> {
+    /// The key written.
+    pub fn key(&self) -> &'a [u8] {
+        match *self {
+            BatchOp::Put { key, .. } | BatchOp::Delete { key } => key,
+        }
+    }
+}
+
 /// One interface over every compared engine.
 ///
 /// Every adapter in this crate is `Send + Sync`, so one engine can be shared across benchmark
@@ -208,6 +234,12 @@ pub trait KvEngine: Send + Sync {
 
     /// Removes one key; removing an absent key is not an error.
     fn delete(&self, key: &[u8]) -> Result<()>;
+
+    /// Applies `ops` in order as one atomic commit, through the engine's own batch or
+    /// transaction (one durability sync for the batch): after a crash either every write
+    /// of it is stored or none. A put with an invalid key refuses the whole batch before
+    /// anything is written; deleting an empty or absent key is a no-op, as in `delete`.
+    fn write_batch(&self, ops: &[BatchOp<'_>]) -> Result<()>;
 
     /// Atomically: if the stored value equals `expected` (`None` = absent), store `new`
     /// (`None` = delete) and return [`CasOutcome::Ok`]; otherwise return the current value.

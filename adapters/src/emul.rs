@@ -17,7 +17,7 @@
     allow(dead_code)
 )]
 
-use crate::api::{ListItem, LpmMethod};
+use crate::api::{BatchOp, ListItem, LpmMethod};
 use crate::error::{Error, Result};
 use std::path::Path;
 
@@ -178,6 +178,16 @@ pub(crate) fn check_key(engine: &'static str, key: &[u8]) -> Result<()> {
             engine,
             reason: "keys must be at least one byte long".into(),
         });
+    }
+    Ok(())
+}
+
+/// Refuses a batch holding a put of the empty key, before any of it is written.
+pub(crate) fn check_batch(engine: &'static str, ops: &[BatchOp<'_>]) -> Result<()> {
+    for op in ops {
+        if let BatchOp::Put { key, .. } = op {
+            check_key(engine, key)?;
+        }
     }
     Ok(())
 }

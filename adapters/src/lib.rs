@@ -26,8 +26,8 @@ mod rocksdb;
 mod sqlite;
 
 pub use api::{
-    CacheBudget, Capabilities, CasOutcome, Durability, IoCounters, KvEngine, KvPair, ListItem,
-    LpmMethod, OpenOptions,
+    BatchOp, CacheBudget, Capabilities, CasOutcome, Durability, IoCounters, KvEngine, KvPair,
+    ListItem, LpmMethod, OpenOptions,
 };
 pub use error::{BoxError, Error, Result};
 pub use spec::{open, EngineKind};

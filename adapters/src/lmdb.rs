@@ -9,7 +9,7 @@
 //! This is the one module that needs `unsafe`: heed marks opening an environment, setting the
 //! no-sync flags and resizing the map `unsafe`. Each call site states why it is sound.
 
-use crate::api::{Capabilities, CasOutcome, Durability, KvEngine, KvPair, OpenOptions};
+use crate::api::{BatchOp, Capabilities, CasOutcome, Durability, KvEngine, KvPair, OpenOptions};
 use crate::emul::{self, OrderedRead, SortedCheck};
 use crate::error::{Error, Result};
 use heed::types::Bytes;
@@ -293,6 +293,27 @@ impl KvEngine for LmdbEngine {
             return Ok(());
         }
         self.write("delete", |txn| self.db.delete(txn, key).map(|_| ()))
+    }
+
+    fn write_batch(&self, ops: &[BatchOp<'_>]) -> Result<()> {
+        for op in ops {
+            if let BatchOp::Put { key, .. } = op {
+                self.check_len(key)?;
+            }
+        }
+        let max = self.env.max_key_size();
+        self.write("write_batch", |txn| {
+            for op in ops {
+                match *op {
+                    BatchOp::Put { key, value } => self.db.put(txn, key, value)?,
+                    BatchOp::Delete { key } if key.is_empty() || key.len() > max => {}
+                    BatchOp::Delete { key } => {
+                        self.db.delete(txn, key)?;
+                    }
+                }
+            }
+            Ok(())
+        })
     }
 
     fn compare_and_swap(

@@ -14,7 +14,7 @@
 
 mod cluster;
 
-use crate::api::{Capabilities, CasOutcome, Durability, KvEngine, KvPair, OpenOptions};
+use crate::api::{BatchOp, Capabilities, CasOutcome, Durability, KvEngine, KvPair, OpenOptions};
 use crate::emul::{self, OrderedRead, SortedCheck};
 use crate::error::{Error, Result};
 use cluster::PgCluster;
@@ -336,6 +336,21 @@ impl KvEngine for PgEngine {
             .execute(&c.delete, &[&key])
             .map_err(perr("delete"))?;
         Ok(())
+    }
+
+    fn write_batch(&self, ops: &[BatchOp<'_>]) -> Result<()> {
+        emul::check_batch(NAME, ops)?;
+        let mut c = self.lock()?;
+        let c = &mut *c;
+        let mut txn = c.client.transaction().map_err(perr("write_batch: begin"))?;
+        for op in ops {
+            match *op {
+                BatchOp::Put { key, value } => txn.execute(&c.put, &[&key, &value]),
+                BatchOp::Delete { key } => txn.execute(&c.delete, &[&key]),
+            }
+            .map_err(perr("write_batch"))?;
+        }
+        txn.commit().map_err(perr("write_batch: commit"))
     }
 
     fn compare_and_swap(

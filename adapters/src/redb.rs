@@ -5,7 +5,7 @@
 //! to `Builder::set_cache_size`. redb allows one write transaction at a time, so
 //! `compare_and_swap` is atomic as a read, compare and write inside one write transaction.
 
-use crate::api::{Capabilities, CasOutcome, Durability, KvEngine, KvPair, OpenOptions};
+use crate::api::{BatchOp, Capabilities, CasOutcome, Durability, KvEngine, KvPair, OpenOptions};
 use crate::emul::{self, OrderedRead, SortedCheck};
 use crate::error::{Error, Result};
 use ::redb::{Builder, Database, ReadOnlyTable, ReadableTable, TableDefinition, WriteTransaction};
@@ -196,6 +196,24 @@ impl KvEngine for RedbEngine {
         }
         self.write("delete", |t| {
             t.remove(key).map_err(rerr("delete"))?;
+            Ok(())
+        })
+    }
+
+    fn write_batch(&self, ops: &[BatchOp<'_>]) -> Result<()> {
+        emul::check_batch(NAME, ops)?;
+        self.write("write_batch", |t| {
+            for op in ops {
+                match *op {
+                    BatchOp::Put { key, value } => {
+                        t.insert(key, value).map_err(rerr("write_batch"))?;
+                    }
+                    BatchOp::Delete { key: [] } => {}
+                    BatchOp::Delete { key } => {
+                        t.remove(key).map_err(rerr("write_batch"))?;
+                    }
+                }
+            }
             Ok(())
         })
     }

@@ -7,13 +7,15 @@
 //! that `put` and `delete` also take, so it is atomic against every write made through this
 //! adapter except `bulk_load` (which is not meant to run concurrently with other writes).
 
-use crate::api::{Capabilities, CasOutcome, Durability, IoCounters, KvEngine, KvPair, OpenOptions};
+use crate::api::{
+    BatchOp, Capabilities, CasOutcome, Durability, IoCounters, KvEngine, KvPair, OpenOptions,
+};
 use crate::emul::{self, OrderedRead, SortedCheck};
 use crate::error::{Error, Result};
 use ::rocksdb::statistics::{StatsLevel, Ticker};
 use ::rocksdb::{
     BlockBasedIndexType, BlockBasedOptions, Cache, DBCompressionType, IngestExternalFileOptions,
-    Options, ReadOptions, SstFileWriter, WaitForCompactOptions, WriteOptions, DB,
+    Options, ReadOptions, SstFileWriter, WaitForCompactOptions, WriteBatch, WriteOptions, DB,
 };
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
@@ -36,6 +38,14 @@ pub(crate) struct RocksEngine {
 
 fn rerr(operation: &'static str) -> impl FnOnce(::rocksdb::Error) -> Error {
     move |e| Error::backend(NAME, operation, e)
+}
+
+/// The stripe of `key` (FNV-1a of the key) among the `LOCK_STRIPES` write locks.
+fn stripe_index(key: &[u8]) -> usize {
+    let h = key.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    });
+    (h as usize) % LOCK_STRIPES
 }
 
 impl RocksEngine {
@@ -63,12 +73,9 @@ impl RocksEngine {
         w
     }
 
-    /// The stripe lock that serialises writes to `key` (FNV-1a of the key).
+    /// The stripe lock that serialises writes to `key`.
     fn stripe(&self, key: &[u8]) -> Result<MutexGuard<'_, ()>> {
-        let h = key.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
-            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-        });
-        self.stripes[(h as usize) % LOCK_STRIPES]
+        self.stripes[stripe_index(key)]
             .lock()
             .map_err(|_| Error::Poisoned { engine: NAME })
     }
@@ -249,6 +256,34 @@ impl KvEngine for RocksEngine {
         self.db
             .delete_opt(key, &self.write_opts())
             .map_err(rerr("delete"))
+    }
+
+    fn write_batch(&self, ops: &[BatchOp<'_>]) -> Result<()> {
+        emul::check_batch(NAME, ops)?;
+        // The stripes of every key, taken in index order (no deadlock with another batch),
+        // so that no compare-and-swap interleaves with the batch.
+        let mut stripes: Vec<usize> = ops.iter().map(|op| stripe_index(op.key())).collect();
+        stripes.sort_unstable();
+        stripes.dedup();
+        let _guards = stripes
+            .into_iter()
+            .map(|i| {
+                self.stripes[i]
+                    .lock()
+                    .map_err(|_| Error::Poisoned { engine: NAME })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let mut batch = WriteBatch::default();
+        for op in ops {
+            match *op {
+                BatchOp::Put { key, value } => batch.put(key, value),
+                BatchOp::Delete { key: [] } => {}
+                BatchOp::Delete { key } => batch.delete(key),
+            }
+        }
+        self.db
+            .write_opt(batch, &self.write_opts())
+            .map_err(rerr("write_batch"))
     }
 
     fn compare_and_swap(

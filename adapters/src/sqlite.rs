@@ -13,7 +13,7 @@
 //! under N concurrent readers SQLite's cache can reach (N + 1) x budget. `compare_and_swap` is a
 //! `BEGIN IMMEDIATE` transaction on the writer connection.
 
-use crate::api::{Capabilities, CasOutcome, Durability, KvEngine, KvPair, OpenOptions};
+use crate::api::{BatchOp, Capabilities, CasOutcome, Durability, KvEngine, KvPair, OpenOptions};
 use crate::emul::{self, OrderedRead, SortedCheck};
 use crate::error::{Error, Result};
 use rusqlite::{params, Connection, OpenFlags, Statement, TransactionBehavior};
@@ -346,6 +346,30 @@ impl KvEngine for SqliteEngine {
         let sql = "DELETE FROM kv WHERE k = ?1";
         self.write(|c| with_stmt(c, tuned, sql, |s| s.execute([key])), "delete")?;
         Ok(())
+    }
+
+    fn write_batch(&self, ops: &[BatchOp<'_>]) -> Result<()> {
+        emul::check_batch(self.cfg.name, ops)?;
+        let put =
+            "INSERT INTO kv(k, v) VALUES (?1, ?2) ON CONFLICT(k) DO UPDATE SET v = excluded.v";
+        let delete = "DELETE FROM kv WHERE k = ?1";
+        self.write(
+            |c| {
+                let txn = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+                {
+                    let mut put = txn.prepare_cached(put)?;
+                    let mut delete = txn.prepare_cached(delete)?;
+                    for op in ops {
+                        match *op {
+                            BatchOp::Put { key, value } => put.execute(params![key, value])?,
+                            BatchOp::Delete { key } => delete.execute([key])?,
+                        };
+                    }
+                }
+                txn.commit()
+            },
+            "write_batch",
+        )
     }
 
     fn compare_and_swap(

@@ -18,7 +18,8 @@
 mod common;
 
 use aimeta_adapters::{
-    open, CacheBudget, CasOutcome, Durability, EngineKind, Error, KvEngine, LpmMethod, OpenOptions,
+    open, BatchOp, CacheBudget, CasOutcome, Durability, EngineKind, Error, KvEngine, LpmMethod,
+    OpenOptions,
 };
 use common::*;
 use std::io::Write;
@@ -148,6 +149,8 @@ fn conformance(e: &dyn KvEngine) -> TestResult {
 
     check_writes(e, &mut model)?;
     assert_full_contents(e, &model)?;
+    check_batches(e, &mut model)?;
+    assert_full_contents(e, &model)?;
 
     e.checkpoint()?;
     assert!(
@@ -263,6 +266,70 @@ fn check_writes(e: &dyn KvEngine, model: &mut Model) -> TestResult {
     Ok(())
 }
 
+/// Atomic batches: puts, overwrites and deletes applied in order (a later write of a key
+/// wins), deletes of absent and empty keys as no-ops, and a batch with an invalid put
+/// refused whole.
+fn check_batches(e: &dyn KvEngine, model: &mut Model) -> TestResult {
+    let name = e.name();
+    let existing = model.keys().next().ok_or("empty model")?.clone();
+    let overwritten = model.keys().nth(1).ok_or("model too small")?.clone();
+    let ops = [
+        BatchOp::Put {
+            key: b"batch/a",
+            value: b"1",
+        },
+        BatchOp::Put {
+            key: &overwritten,
+            value: b"overwritten",
+        },
+        BatchOp::Delete { key: &existing },
+        BatchOp::Delete {
+            key: b"batch/absent",
+        },
+        BatchOp::Delete { key: b"" },
+        BatchOp::Put {
+            key: b"batch/b",
+            value: b"first",
+        },
+        BatchOp::Delete { key: b"batch/b" },
+        BatchOp::Delete { key: b"batch/c" },
+        BatchOp::Put {
+            key: b"batch/c",
+            value: b"last",
+        },
+        BatchOp::Put {
+            key: b"batch/a",
+            value: b"2",
+        },
+    ];
+    e.write_batch(&ops)?;
+    for op in ops {
+        match op {
+            BatchOp::Put { key, value } => model.insert(key.to_vec(), value.to_vec()),
+            BatchOp::Delete { key } => model.remove(key),
+        };
+    }
+    assert_full_contents(e, model)?;
+    e.write_batch(&[])?;
+    let refused = [
+        BatchOp::Put {
+            key: b"batch/d",
+            value: b"never",
+        },
+        BatchOp::Delete { key: b"batch/a" },
+        BatchOp::Put {
+            key: b"",
+            value: b"empty key",
+        },
+    ];
+    match e.write_batch(&refused) {
+        Err(Error::InvalidKey { .. }) => {}
+        other => panic!("{name}: a batch with an empty key gave {other:?}"),
+    }
+    assert_full_contents(e, model)?;
+    Ok(())
+}
+
 /// A short life in another durability mode: writes, CAS, a checkpoint and a size.
 fn durability_smoke(e: &dyn KvEngine) -> TestResult {
     let name = e.name();
@@ -271,7 +338,13 @@ fn durability_smoke(e: &dyn KvEngine) -> TestResult {
         .collect();
     e.bulk_load(&mut pairs.into_iter())?;
     e.put(b"d/00007", b"seven")?;
-    e.delete(b"d/00008")?;
+    e.write_batch(&[
+        BatchOp::Delete { key: b"d/00008" },
+        BatchOp::Put {
+            key: b"d/00010",
+            value: b"ten",
+        },
+    ])?;
     assert_eq!(
         e.compare_and_swap(b"d/00009", Some(&9u32.to_be_bytes()), Some(b"nine"))?,
         CasOutcome::Ok
@@ -280,6 +353,7 @@ fn durability_smoke(e: &dyn KvEngine) -> TestResult {
     let mut out = Vec::new();
     assert!(e.get(b"d/00007", &mut out)? && out == b"seven", "{name}");
     assert!(!e.get(b"d/00008", &mut out)?, "{name}");
+    assert!(e.get(b"d/00010", &mut out)? && out == b"ten", "{name}");
     assert!(e.get(b"d/00009", &mut out)? && out == b"nine", "{name}");
     assert_eq!(e.count_range(b"d/", b"d0")?, 199, "{name}");
     assert!(e.size_on_disk()? > 0, "{name}");
