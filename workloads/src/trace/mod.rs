@@ -3,8 +3,12 @@
 //! of the request's block chain, insert the missing blocks, evict least-recently-used
 //! leaves when full), kept as the harness's own bookkeeping.
 
+mod keys;
 mod model;
 mod parse;
 
+pub use keys::{chained_key, path_key, ChainedKey, PATH_SEGMENT_LEN};
 pub use model::{CacheModel, RequestOutcome};
-pub use parse::{parse_trace, read_trace, Request, Trace, TraceError, TraceErrorKind};
+pub use parse::{
+    committed_trace_path, parse_trace, read_trace, Request, Trace, TraceError, TraceErrorKind,
+};

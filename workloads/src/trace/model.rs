@@ -159,13 +159,10 @@ impl CacheModel {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trace::{read_trace, Trace};
-    use std::path::Path;
+    use crate::trace::{committed_trace_path, read_trace, Trace};
 
     fn committed_trace() -> Trace {
-        let path =
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("traces/mooncake_conversation_trace.jsonl");
-        read_trace(&path).expect("the committed trace parses")
+        read_trace(&committed_trace_path()).expect("the committed trace parses")
     }
 
     /// Total prefix hits of a replay at `capacity`, checking the cache's invariants after

@@ -133,6 +133,11 @@ pub enum TraceError {
     },
 }
 
+/// The trace committed with the repository (workloads/traces/), replayed by default.
+pub fn committed_trace_path() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("traces/mooncake_conversation_trace.jsonl")
+}
+
 /// Reads and checks the trace at `path`.
 pub fn read_trace(path: &Path) -> Result<Trace, TraceError> {
     let text = std::fs::read_to_string(path).map_err(|source| TraceError::Io {
