@@ -46,6 +46,12 @@ fn serr(name: &'static str, operation: &'static str) -> impl FnOnce(rusqlite::Er
 }
 
 /// Runs `f` on `sql` prepared per call (defaults) or taken from the statement cache (tuned).
+/// Insert or overwrite one key.
+const PUT_SQL: &str =
+    "INSERT INTO kv(k, v) VALUES (?1, ?2) ON CONFLICT(k) DO UPDATE SET v = excluded.v";
+/// Remove one key.
+const DELETE_SQL: &str = "DELETE FROM kv WHERE k = ?1";
+
 fn with_stmt<R>(
     conn: &Connection,
     cached: bool,
@@ -332,10 +338,8 @@ impl KvEngine for SqliteEngine {
     fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
         emul::check_key(self.cfg.name, key)?;
         let tuned = self.cfg.tuned;
-        let sql =
-            "INSERT INTO kv(k, v) VALUES (?1, ?2) ON CONFLICT(k) DO UPDATE SET v = excluded.v";
         self.write(
-            |c| with_stmt(c, tuned, sql, |s| s.execute(params![key, value])),
+            |c| with_stmt(c, tuned, PUT_SQL, |s| s.execute(params![key, value])),
             "put",
         )?;
         Ok(())
@@ -343,28 +347,38 @@ impl KvEngine for SqliteEngine {
 
     fn delete(&self, key: &[u8]) -> Result<()> {
         let tuned = self.cfg.tuned;
-        let sql = "DELETE FROM kv WHERE k = ?1";
-        self.write(|c| with_stmt(c, tuned, sql, |s| s.execute([key])), "delete")?;
+        self.write(
+            |c| with_stmt(c, tuned, DELETE_SQL, |s| s.execute([key])),
+            "delete",
+        )?;
         Ok(())
     }
 
     fn write_batch(&self, ops: &[BatchOp<'_>]) -> Result<()> {
         emul::check_batch(self.cfg.name, ops)?;
-        let put =
-            "INSERT INTO kv(k, v) VALUES (?1, ?2) ON CONFLICT(k) DO UPDATE SET v = excluded.v";
-        let delete = "DELETE FROM kv WHERE k = ?1";
+        let tuned = self.cfg.tuned;
         self.write(
             |c| {
                 let txn = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
-                {
-                    let mut put = txn.prepare_cached(put)?;
-                    let mut delete = txn.prepare_cached(delete)?;
-                    for op in ops {
-                        match *op {
-                            BatchOp::Put { key, value } => put.execute(params![key, value])?,
-                            BatchOp::Delete { key } => delete.execute([key])?,
-                        };
-                    }
+                // Prepared once per batch; the tuned configuration keeps the statements
+                // cached across batches, as it does for single writes.
+                let apply =
+                    |put: &mut Statement<'_>, delete: &mut Statement<'_>| -> rusqlite::Result<()> {
+                        for op in ops {
+                            match *op {
+                                BatchOp::Put { key, value } => put.execute(params![key, value])?,
+                                BatchOp::Delete { key } => delete.execute([key])?,
+                            };
+                        }
+                        Ok(())
+                    };
+                if tuned {
+                    apply(
+                        &mut *txn.prepare_cached(PUT_SQL)?,
+                        &mut *txn.prepare_cached(DELETE_SQL)?,
+                    )?;
+                } else {
+                    apply(&mut txn.prepare(PUT_SQL)?, &mut txn.prepare(DELETE_SQL)?)?;
                 }
                 txn.commit()
             },
@@ -395,13 +409,8 @@ impl KvEngine for SqliteEngine {
                     return Ok(CasOutcome::Conflict { current });
                 }
                 match new {
-                    Some(v) => with_stmt(
-                        &txn,
-                        tuned,
-                        "INSERT INTO kv(k, v) VALUES (?1, ?2) ON CONFLICT(k) DO UPDATE SET v = excluded.v",
-                        |s| s.execute(params![key, v]),
-                    )?,
-                    None => with_stmt(&txn, tuned, "DELETE FROM kv WHERE k = ?1", |s| s.execute([key]))?,
+                    Some(v) => with_stmt(&txn, tuned, PUT_SQL, |s| s.execute(params![key, v]))?,
+                    None => with_stmt(&txn, tuned, DELETE_SQL, |s| s.execute([key]))?,
                 };
                 txn.commit()?;
                 Ok(CasOutcome::Ok)

@@ -122,12 +122,14 @@ impl CacheModel {
     /// Caches `block` below `parent` (cached, or None for a root), used now.
     fn insert(&mut self, block: u64, parent: Option<u64>) {
         let now = self.tick();
-        if let Some(p) = parent.and_then(|p| self.blocks.get_mut(&p).map(|c| (p, c))) {
-            let (id, cached) = p;
-            if cached.cached_children == 0 {
-                self.leaves.remove(&(cached.last_use, id));
+        if let Some(id) = parent {
+            if let Some(cached) = self.blocks.get_mut(&id) {
+                // The parent is extended now: no longer evictable.
+                if cached.cached_children == 0 {
+                    self.leaves.remove(&(cached.last_use, id));
+                }
+                cached.cached_children += 1;
             }
-            cached.cached_children += 1;
         }
         self.blocks.insert(
             block,
