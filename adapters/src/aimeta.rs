@@ -131,6 +131,7 @@ impl KvEngine for AimetaEngine {
             native_delimiter_listing: true,
             durability: &Durability::ALL,
             io_counters: true,
+            max_key_len: Some(aimeta_engine::MAX_KEY_LEN),
         }
     }
 

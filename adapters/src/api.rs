@@ -83,17 +83,23 @@ pub struct Capabilities {
     pub durability: &'static [Durability],
     /// [`KvEngine::io_counters`] returns `Some`.
     pub io_counters: bool,
+    /// The longest key `put`, `write_batch` and `bulk_load` accept, in bytes, as this
+    /// engine is configured here (`None`: no limit a caller can reach). A longer key is
+    /// refused with [`crate::Error::InvalidKey`]; docs/fairness.md lists each engine's.
+    pub max_key_len: Option<usize>,
 }
 
 impl Capabilities {
     /// A compared engine's: every durability mode, longest-prefix lookup and delimiter
-    /// listing through the shared emulations, and its own I/O counters when it has them.
-    pub const fn emulated(io_counters: bool) -> Capabilities {
+    /// listing through the shared emulations, its own I/O counters when it has them, and
+    /// its key limit.
+    pub const fn emulated(io_counters: bool, max_key_len: Option<usize>) -> Capabilities {
         Capabilities {
             native_longest_prefix: false,
             native_delimiter_listing: false,
             durability: &Durability::ALL,
             io_counters,
+            max_key_len,
         }
     }
 }

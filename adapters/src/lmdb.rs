@@ -250,7 +250,7 @@ impl KvEngine for LmdbEngine {
     }
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities::emulated(false)
+        Capabilities::emulated(false, Some(self.env.max_key_size()))
     }
 
     /// `MDB_APPEND` puts, committing every 50k keys; each batch is buffered so it can be

@@ -307,7 +307,7 @@ impl KvEngine for PgEngine {
     }
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities::emulated(false)
+        Capabilities::emulated(false, None)
     }
 
     /// `COPY ... FROM STDIN BINARY` in one statement.

@@ -160,7 +160,7 @@ impl KvEngine for RedbEngine {
     }
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities::emulated(false)
+        Capabilities::emulated(false, None)
     }
 
     /// One write transaction with every insert (redb has no append or ingest path).

@@ -224,7 +224,7 @@ impl KvEngine for RocksEngine {
     }
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities::emulated(true)
+        Capabilities::emulated(true, None)
     }
 
     fn bulk_load(&self, pairs: &mut dyn Iterator<Item = KvPair>) -> Result<u64> {

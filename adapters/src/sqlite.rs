@@ -323,7 +323,7 @@ impl KvEngine for SqliteEngine {
     }
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities::emulated(false)
+        Capabilities::emulated(false, None)
     }
 
     /// One `BEGIN IMMEDIATE` transaction with one prepared `INSERT`.
