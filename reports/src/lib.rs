@@ -39,5 +39,5 @@ pub use report::{render_report, ReportSummary, CHARTS_DIR};
 pub use repro::repro_tables;
 pub use results::{
     Dataset, IoPerOp, Latency, Provenance, Record, ReportError, Results, RunConfig, Status,
-    SCHEMA_VERSION,
+    TraceStats, SCHEMA_VERSION,
 };

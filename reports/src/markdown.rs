@@ -270,6 +270,7 @@ mod tests {
             size_on_disk_bytes: Some(4096),
             io_per_op: io,
             load_secs: None,
+            trace: None,
         }
     }
 

@@ -232,6 +232,7 @@ mod tests {
             size_on_disk_bytes: Some(ns as u64),
             io_per_op: None,
             load_secs: None,
+            trace: None,
         }
     }
 

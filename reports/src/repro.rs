@@ -220,6 +220,7 @@ mod tests {
                 ..IoPerOp::default()
             }),
             load_secs: None,
+            trace: None,
         }
     }
 

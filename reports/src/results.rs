@@ -228,6 +228,63 @@ pub struct Record {
     /// Seconds the engine took to load the data set (the bulk_load record's total).
     #[serde(default)]
     pub load_secs: Option<f64>,
+    /// What a trace replay (`kvcache_trace`) measured besides the per-request latency in
+    /// `ns_per_op`; absent for the other workloads.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<TraceStats>,
+}
+
+/// One replay of a KV-cache request trace on one engine, key design and lookup method
+/// (the record's `variant`, e.g. `path_native` or `chained_probe`), at one capacity
+/// (the record's `dataset`, e.g. `mooncake_x1_cap10`). The record's `ops` are requests,
+/// its `ns_per_op` the per-request total of the engine calls (lookup + insert batch +
+/// evict batch), its `ops_per_sec` requests per second over the whole replay.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct TraceStats {
+    /// The trace file replayed, as given.
+    pub trace: String,
+    /// Tenants replayed at once (block ids salted per tenant, requests interleaved by
+    /// timestamp).
+    pub tenants: u32,
+    /// Index capacity in blocks as a percentage of the replay's distinct blocks; `None`:
+    /// unlimited.
+    pub capacity_percent: Option<u32>,
+    /// Index capacity in blocks; `None`: unlimited.
+    pub capacity_blocks: Option<u64>,
+    /// Distinct blocks over the whole replay (all tenants).
+    pub distinct_blocks: u64,
+    /// Blocks the requests asked for, repeats included.
+    pub blocks_requested: u64,
+    /// Blocks found cached by the engine's lookups (the longest cached prefix of each
+    /// request, summed).
+    pub hits: u64,
+    /// The same count from the harness's own cache model; a replay whose `hits` differ
+    /// is an error, not a record.
+    pub model_hits: u64,
+    /// `hits / blocks_requested`.
+    pub hit_rate: f64,
+    /// Blocks inserted (one write batch per request that missed any).
+    pub inserted: u64,
+    /// Blocks evicted (one delete batch per request that overflowed the capacity).
+    pub evicted: u64,
+    /// Keys stored at the end (blocks cached).
+    pub final_keys: u64,
+    /// Longest-prefix lookups: one per request.
+    pub lookup: Latency,
+    /// Insert batches (only requests that inserted something).
+    pub insert: Latency,
+    /// Insert batches timed.
+    pub insert_batches: u64,
+    /// Evict batches (only requests that evicted something).
+    pub evict: Latency,
+    /// Evict batches timed.
+    pub evict_batches: u64,
+    /// The engine's I/O counters per lookup, where it has them.
+    pub lookup_io: Option<IoPerOp>,
+    /// Open-loop replays: the intended request rate per second (timestamps scaled to
+    /// it); each latency is measured from the request's intended start, queueing
+    /// included. `None`: closed loop (each request starts when the previous one ends).
+    pub open_loop_rate: Option<f64>,
 }
 
 /// A whole results file.
@@ -328,6 +385,7 @@ mod tests {
                 size_on_disk_bytes: Some(4096),
                 io_per_op: None,
                 load_secs: None,
+                trace: None,
             }],
         }
     }

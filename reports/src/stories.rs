@@ -276,6 +276,7 @@ mod tests {
             size_on_disk_bytes: None,
             io_per_op: None,
             load_secs: None,
+            trace: None,
         }
     }
 

@@ -162,6 +162,7 @@ fn record(workload: &str, dataset: &str, engine: &str, variant: Option<&str>) ->
             os_read_bytes: 0.0,
         }),
         load_secs: ok.then_some(1.5),
+        trace: None,
     }
 }
 

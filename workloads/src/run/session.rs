@@ -309,6 +309,7 @@ impl Session {
             ops_per_sec: ds.keys as f64 / self.load_secs.max(1e-9),
             size_on_disk_bytes: Some(self.size),
             load_secs: Some(self.load_secs),
+            trace: None,
             note: Some(
                 "one timed load of the whole data set, checkpoint included; ns_per_op is per key"
                     .into(),
@@ -582,6 +583,7 @@ impl Session {
                     size_on_disk_bytes: Some(self.size),
                     io_per_op: Some(io),
                     load_secs: Some(self.load_secs),
+                    trace: None,
                     ..base_record(*w, &self.dataset.name, self.kind, *v)
                 }
             })
@@ -616,6 +618,7 @@ pub fn base_record(
         size_on_disk_bytes: None,
         io_per_op: None,
         load_secs: None,
+        trace: None,
     }
 }
 
