@@ -47,6 +47,8 @@ fn options() -> Result<RunOptions, String> {
         seed: 42,
         pg_url: None,
         full_frame: true,
+        trace: None,
+        rate: None,
         command: format!("cargo bench --bench ai_meta (scale {})", scale.name),
     })
 }

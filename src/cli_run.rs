@@ -50,6 +50,15 @@ pub struct RunArgs {
     /// kvchain_lpm measured again with whole-frame reads, as in the seed report's bug).
     #[arg(long)]
     no_full_frame: bool,
+    /// The KV-cache request trace kvcache_trace replays (Mooncake's JSON-lines format:
+    /// timestamp, input_length, output_length, hash_ids); default: the committed
+    /// Mooncake conversation trace (workloads/traces/).
+    #[arg(long)]
+    trace: Option<PathBuf>,
+    /// Replay the trace open-loop at this many requests a second (timestamps scaled to
+    /// it; latencies from each request's intended start); default: closed loop.
+    #[arg(long)]
+    rate: Option<f64>,
 }
 
 /// Progress bars on standard error.
@@ -138,6 +147,11 @@ fn parse(args: &RunArgs) -> Result<RunOptions, String> {
             ))
         }
     };
+    if let Some(rate) = args.rate.filter(|r| !(r.is_finite() && *r > 0.0)) {
+        return Err(format!(
+            "--rate {rate} is not a rate; give requests per second above 0"
+        ));
+    }
     Ok(RunOptions {
         scale,
         engines,
@@ -149,6 +163,8 @@ fn parse(args: &RunArgs) -> Result<RunOptions, String> {
         seed: args.seed,
         pg_url: args.pg_url.clone(),
         full_frame: !args.no_full_frame,
+        trace: args.trace.clone(),
+        rate: args.rate,
         command: std::env::args().collect::<Vec<_>>().join(" "),
     })
 }
@@ -185,6 +201,7 @@ pub fn run(args: RunArgs) -> ExitCode {
         Err(
             e @ (RunError::UnknownName { .. } | RunError::Cgroup { .. } | RunError::WorkDir { .. }),
         ) => return usage_error(e),
+        Err(e) if e.is_bad_input() => return usage_error(e),
         Err(e) if is_pg_start_failure(&e) => return usage_error(e),
         Err(e) => {
             eprintln!("ai-meta run: {e}");
@@ -250,16 +267,17 @@ pub fn list() {
     for w in Workload::ALL {
         println!("  {}", w.name());
     }
-    println!("scales (budget; manifest beyond/fits keys; kv chains beyond/fits):");
+    println!("scales (budget; manifest beyond/fits keys; kv chains beyond/fits; trace tenants):");
     for s in SCALES {
         println!(
-            "  {:<6} {:>4} MiB; {} / {} keys; {} / {} chains",
+            "  {:<6} {:>4} MiB; {} / {} keys; {} / {} chains; {} tenants",
             s.name,
             s.budget_bytes >> 20,
             s.manifest_beyond.keys(),
             s.manifest_fits.keys(),
             s.kvchain_beyond,
-            s.kvchain_fits
+            s.kvchain_fits,
+            s.trace_tenants
         );
     }
 }

@@ -7,6 +7,7 @@
 
 pub mod gate;
 pub mod gen;
+mod histogram;
 pub mod run;
 pub mod scale;
 pub mod trace;

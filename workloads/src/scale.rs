@@ -25,6 +25,8 @@ pub struct Scale {
     pub ops: u64,
     /// Untimed operations before timing.
     pub warmup: u64,
+    /// Tenants of the KV-cache trace replay (each the whole trace with its own ids).
+    pub trace_tenants: u32,
 }
 
 /// Every engine and workload in under 3 minutes on 2 cores.
@@ -44,6 +46,7 @@ pub const CI: Scale = Scale {
     graph_nodes: 20_000,
     ops: 1_000,
     warmup: 200,
+    trace_tenants: 1,
 };
 
 /// The default of a plain `cargo bench`: under 20 minutes.
@@ -63,6 +66,7 @@ pub const QUICK: Scale = Scale {
     graph_nodes: 200_000,
     ops: 10_000,
     warmup: 2_000,
+    trace_tenants: 4,
 };
 
 /// The seed report's sizes: 2 M manifest keys (200 shards x 10 000), 200 k in the fits
@@ -84,6 +88,7 @@ pub const SEED: Scale = Scale {
     graph_nodes: 1_000_000,
     ops: 20_000,
     warmup: 5_000,
+    trace_tenants: 16,
 };
 
 /// Every scale.

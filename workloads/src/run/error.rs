@@ -72,6 +72,31 @@ pub enum RunError {
         /// The data set.
         dataset: String,
     },
+    /// The trace file cannot be replayed (bad input: the file, line and reason).
+    #[error(transparent)]
+    Trace(#[from] crate::trace::TraceError),
+    /// The trace cannot be scheduled as asked.
+    #[error("trace {path}: {source}")]
+    Schedule {
+        /// The trace file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: crate::trace::ScheduleError,
+    },
+    /// A trace replay failed on an engine.
+    #[error("{engine} replaying {dataset} ({variant}): {source}")]
+    Replay {
+        /// The engine.
+        engine: String,
+        /// The replay's data set name.
+        dataset: String,
+        /// Its key design and lookup.
+        variant: String,
+        /// What failed.
+        #[source]
+        source: crate::trace::ReplayError,
+    },
     /// An engine the command needs is not available on this machine.
     #[error("{engine} is needed here but not available: {detail}")]
     Unavailable {
@@ -80,6 +105,20 @@ pub enum RunError {
         /// Why not.
         detail: String,
     },
+}
+
+impl RunError {
+    /// Whether the error is the user's input (a bad name, trace file or setting), which
+    /// the command line reports with exit code 2 (1 for failures while measuring).
+    pub fn is_bad_input(&self) -> bool {
+        matches!(
+            self,
+            RunError::UnknownName { .. }
+                | RunError::NoSuchVariant { .. }
+                | RunError::Trace(_)
+                | RunError::Schedule { .. }
+        )
+    }
 }
 
 /// The one of `all` that `name_of` names `name` (spaces around it ignored), or the

@@ -7,6 +7,7 @@ mod measure;
 mod ops;
 mod session;
 mod sys;
+mod trace_run;
 mod variant;
 
 use std::path::PathBuf;
@@ -17,6 +18,7 @@ use aimeta_reports::{Dataset, Provenance, Record, Results, RunConfig, Status, SC
 pub use error::RunError;
 pub use session::{base_record, full_frame_variants, variants, workload_seed, Measured, Session};
 pub use sys::{drop_from_page_cache, CgroupGuard};
+pub use trace_run::{run_trace, trace_capacities, trace_methods, TRACE_THREADS};
 pub use variant::Variant;
 
 use crate::gen::{derive_seed, ChainGraph, KvChain, Layout, Manifest};
@@ -48,6 +50,9 @@ pub enum Workload {
     KvchainGet,
     /// 500 dependent hops along a chain graph.
     ChainWalk500,
+    /// A KV-cache request trace replayed request by request: longest cached prefix,
+    /// insert batch, evict batch (see `trace_run`).
+    KvcacheTrace,
 }
 
 /// Which data sets a workload runs on.
@@ -59,11 +64,13 @@ pub enum Family {
     KvChain,
     /// The chain graphs.
     ChainGraph,
+    /// A KV-cache request trace, replayed on a fresh store per measurement.
+    Trace,
 }
 
 impl Workload {
     /// Every workload, in the order they run on a store (CAS last: it writes).
-    pub const ALL: [Workload; 11] = [
+    pub const ALL: [Workload; 12] = [
         Workload::BulkLoad,
         Workload::ManifestScan,
         Workload::ManifestGet,
@@ -75,6 +82,7 @@ impl Workload {
         Workload::KvchainGet,
         Workload::ChainWalk500,
         Workload::ManifestCas,
+        Workload::KvcacheTrace,
     ];
 
     /// The workload's name in results and on the command line.
@@ -91,6 +99,7 @@ impl Workload {
             Workload::KvchainLpm => "kvchain_lpm",
             Workload::KvchainGet => "kvchain_get",
             Workload::ChainWalk500 => "chain_walk500",
+            Workload::KvcacheTrace => "kvcache_trace",
         }
     }
 
@@ -100,6 +109,7 @@ impl Workload {
             Workload::BulkLoad => None,
             Workload::KvchainLpm | Workload::KvchainGet => Some(Family::KvChain),
             Workload::ChainWalk500 => Some(Family::ChainGraph),
+            Workload::KvcacheTrace => Some(Family::Trace),
             _ => Some(Family::Manifest),
         }
     }
@@ -171,6 +181,10 @@ pub struct RunOptions {
     /// Also measure aimeta's full-frame reproduction mode (manifest_scan, manifest_get and
     /// kvchain_lpm; see `full_frame_variants`).
     pub full_frame: bool,
+    /// The KV-cache trace kvcache_trace replays (None: the committed Mooncake trace).
+    pub trace: Option<PathBuf>,
+    /// Open-loop trace replays at this many requests a second (None: closed loop).
+    pub rate: Option<f64>,
     /// The command line, for provenance.
     pub command: String,
 }
@@ -196,6 +210,8 @@ impl RunOptions {
             seed: 42,
             pg_url: None,
             full_frame: false,
+            trace: None,
+            rate: None,
             command: std::env::args().collect::<Vec<_>>().join(" "),
         }
     }
@@ -310,8 +326,15 @@ pub fn plan_datasets(o: &RunOptions) -> Vec<Planned> {
 }
 
 /// Runs everything `o` asks for and returns the results (not yet written anywhere).
+/// The trace replay runs first: its input is the user's file, refused before anything
+/// else is measured when it is not of the trace format.
 pub fn run(o: &RunOptions, progress: &dyn Progress) -> Result<Results, RunError> {
     let mut results = new_results(o)?;
+    if o.workloads.contains(&Workload::KvcacheTrace) {
+        let (datasets, records) = run_trace(o, progress)?;
+        results.datasets.extend(datasets);
+        results.records.extend(records);
+    }
     for planned in plan_datasets(o) {
         for &kind in &o.engines {
             let recs = run_engine(o, kind, &planned, progress)?;

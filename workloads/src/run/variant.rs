@@ -6,6 +6,8 @@ use std::str::FromStr;
 
 use aimeta_adapters::LpmMethod;
 
+use crate::trace::TraceMethod;
+
 use super::RunError;
 
 /// One way of running a workload, named in results as `variant`.
@@ -27,11 +29,23 @@ pub enum Variant {
     NativeFullFrame,
     /// kvchain_lpm's bisect emulation on aimeta in its full-frame reproduction mode.
     BisectFullFrame,
+    /// kvcache_trace on path keys through the engine's own longest-prefix lookup.
+    PathNative,
+    /// kvcache_trace on path keys through aimeta's lookup stopping at a '/' boundary.
+    PathNativeBoundary,
+    /// kvcache_trace on path keys through the predecessor-seek emulation.
+    PathPredecessorSeek,
+    /// kvcache_trace on path keys through the bisect emulation.
+    PathBisect,
+    /// kvcache_trace on chained keys, point gets until the first miss.
+    ChainedProbe,
+    /// kvcache_trace on chained keys, bisecting the chain with point gets.
+    ChainedBisect,
 }
 
 impl Variant {
     /// Every variant.
-    pub const ALL: [Variant; 8] = [
+    pub const ALL: [Variant; 14] = [
         Variant::Native,
         Variant::NativeBoundary,
         Variant::PredecessorSeek,
@@ -40,6 +54,12 @@ impl Variant {
         Variant::FullFrame,
         Variant::NativeFullFrame,
         Variant::BisectFullFrame,
+        Variant::PathNative,
+        Variant::PathNativeBoundary,
+        Variant::PathPredecessorSeek,
+        Variant::PathBisect,
+        Variant::ChainedProbe,
+        Variant::ChainedBisect,
     ];
 
     /// The variant's name in results.
@@ -53,6 +73,7 @@ impl Variant {
             Variant::FullFrame => "full_frame",
             Variant::NativeFullFrame => "native_full_frame",
             Variant::BisectFullFrame => "bisect_full_frame",
+            trace => trace.trace_method().map_or("", TraceMethod::name),
         }
     }
 
@@ -65,7 +86,32 @@ impl Variant {
             Variant::Bisect | Variant::BisectFullFrame => {
                 Some(LpmMethod::Bisect { delimiter: b'/' })
             }
-            Variant::Paged | Variant::FullFrame => None,
+            _ => None,
+        }
+    }
+
+    /// The key design and lookup a kvcache_trace variant runs; None for the others.
+    pub fn trace_method(self) -> Option<TraceMethod> {
+        match self {
+            Variant::PathNative => Some(TraceMethod::PathNative),
+            Variant::PathNativeBoundary => Some(TraceMethod::PathNativeBoundary),
+            Variant::PathPredecessorSeek => Some(TraceMethod::PathPredecessorSeek),
+            Variant::PathBisect => Some(TraceMethod::PathBisect),
+            Variant::ChainedProbe => Some(TraceMethod::ChainedProbe),
+            Variant::ChainedBisect => Some(TraceMethod::ChainedBisect),
+            _ => None,
+        }
+    }
+
+    /// The kvcache_trace variant of `method`.
+    pub fn of_trace_method(method: TraceMethod) -> Variant {
+        match method {
+            TraceMethod::PathNative => Variant::PathNative,
+            TraceMethod::PathNativeBoundary => Variant::PathNativeBoundary,
+            TraceMethod::PathPredecessorSeek => Variant::PathPredecessorSeek,
+            TraceMethod::PathBisect => Variant::PathBisect,
+            TraceMethod::ChainedProbe => Variant::ChainedProbe,
+            TraceMethod::ChainedBisect => Variant::ChainedBisect,
         }
     }
 
@@ -108,5 +154,10 @@ mod tests {
             Some(LpmMethod::Bisect { delimiter: b'/' })
         );
         assert_eq!(Variant::Paged.lpm_method(), None);
+        for method in TraceMethod::ALL {
+            let v = Variant::of_trace_method(method);
+            assert_eq!((v.trace_method(), v.name()), (Some(method), method.name()));
+        }
+        assert_eq!(Variant::Bisect.trace_method(), None);
     }
 }
