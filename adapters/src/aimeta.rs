@@ -27,7 +27,14 @@ pub struct AimetaEngine {
 }
 
 fn berr<E: Into<aimeta_engine::Error>>(op: &'static str) -> impl FnOnce(E) -> Error {
-    move |e| Error::backend(NAME, op, e.into())
+    move |e| match e.into() {
+        // The engine checks every key against MAX_KEY_LEN before it writes anything.
+        e @ aimeta_engine::Error::KeyTooLarge { .. } => Error::InvalidKey {
+            engine: NAME,
+            reason: e.to_string(),
+        },
+        other => Error::backend(NAME, op, other),
+    }
 }
 
 impl AimetaEngine {
@@ -146,7 +153,7 @@ impl KvEngine for AimetaEngine {
                     engine: NAME,
                     reason: "empty key".into(),
                 },
-                other => Error::backend(NAME, "bulk load", other),
+                other => berr("bulk load")(other),
             });
         }
         let mut check = SortedCheck::for_engine(self)?;

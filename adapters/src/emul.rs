@@ -192,6 +192,44 @@ pub(crate) fn check_batch(engine: &'static str, ops: &[BatchOp<'_>]) -> Result<(
     Ok(())
 }
 
+/// Refuses the empty key and a key over `max_key_len` (the engine's limit, as its
+/// `Capabilities::max_key_len` reports it; `limit` names where it comes from).
+pub(crate) fn check_key_within(
+    engine: &'static str,
+    key: &[u8],
+    max_key_len: usize,
+    limit: &'static str,
+) -> Result<()> {
+    check_key(engine, key)?;
+    if key.len() > max_key_len {
+        return Err(Error::InvalidKey {
+            engine,
+            reason: format!(
+                "{} bytes is over {limit} of {max_key_len} bytes; check \
+                 capabilities().max_key_len before writing, or shorten the key (e.g. hash it)",
+                key.len()
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// [`check_batch`] with [`check_key_within`]: a put of an empty or over-long key refuses
+/// the whole batch before any of it is written.
+pub(crate) fn check_batch_within(
+    engine: &'static str,
+    ops: &[BatchOp<'_>],
+    max_key_len: usize,
+    limit: &'static str,
+) -> Result<()> {
+    for op in ops {
+        if let BatchOp::Put { key, .. } = op {
+            check_key_within(engine, key, max_key_len, limit)?;
+        }
+    }
+    Ok(())
+}
+
 /// Prefix scan over `walk` with the prefix successor as the exclusive upper bound.
 pub(crate) fn scan_prefix(
     e: &dyn OrderedRead,
@@ -438,5 +476,45 @@ mod tests {
             Err(Error::UnsortedInput { index: 2, .. })
         ));
         assert!(matches!(c.check(b""), Err(Error::InvalidKey { .. })));
+    }
+
+    #[test]
+    fn key_limit_accepts_the_limit_and_refuses_one_more_and_the_empty_key() {
+        let limit = "the test's limit";
+        assert!(check_key_within("t", &[7; 10], 10, limit).is_ok());
+        match check_key_within("t", &[7; 11], 10, limit) {
+            Err(Error::InvalidKey { engine, reason }) => {
+                assert_eq!(engine, "t");
+                assert!(reason.contains("11 bytes") && reason.contains("of 10 bytes"));
+            }
+            other => panic!("an 11-byte key under a 10-byte limit gave {other:?}"),
+        }
+        assert!(matches!(
+            check_key_within("t", b"", 10, limit),
+            Err(Error::InvalidKey { .. })
+        ));
+        let long = [7u8; 11];
+        let ops = [
+            BatchOp::Put {
+                key: b"ok",
+                value: b"v",
+            },
+            BatchOp::Delete { key: &long },
+        ];
+        assert!(
+            check_batch_within("t", &ops, 10, limit).is_ok(),
+            "deletes are not checked"
+        );
+        let ops = [
+            ops[0],
+            BatchOp::Put {
+                key: &long,
+                value: b"v",
+            },
+        ];
+        assert!(matches!(
+            check_batch_within("t", &ops, 10, limit),
+            Err(Error::InvalidKey { .. })
+        ));
     }
 }

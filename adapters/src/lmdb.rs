@@ -23,6 +23,14 @@ const MIN_MAP: u64 = 64 << 20;
 /// Keys per write transaction during bulk load: LMDB keeps a write transaction's dirty pages in
 /// memory until commit, so a load of millions of keys is split.
 const LOAD_BATCH: usize = 50_000;
+/// Where the key limit comes from, for [`Error::InvalidKey`].
+///
+/// heed's `longer-keys` feature builds LMDB with `MDB_MAXKEYSIZE=0`, which makes the limit
+/// depend on the page size instead of the compiled-in 511 bytes: half a page less the page
+/// header, the node's index slot, its header and a sub-database record, `((psize - 16) / 2
+/// & !1) - 2 - 8 - 48` (mdb.c, `mdb_env_open2`), 1,982 bytes on 4 KiB pages. The same
+/// build is what LMDB's users with long keys are told to use (heed's `MdbError::BadValSize`).
+const LIMIT: &str = "LMDB's key limit (mdb_env_get_maxkeysize, heed's longer-keys build)";
 
 /// An LMDB environment with one database, see the module docs.
 pub(crate) struct LmdbEngine {
@@ -143,19 +151,10 @@ impl LmdbEngine {
         f(&txn).map_err(lerr(op))
     }
 
+    /// Refuses the empty key and one over [`Env::max_key_size`], which LMDB itself would
+    /// refuse with `MDB_BAD_VALSIZE` (an untyped backend error) if it got that far.
     fn check_len(&self, key: &[u8]) -> Result<()> {
-        emul::check_key(NAME, key)?;
-        let max = self.env.max_key_size();
-        if key.len() > max {
-            return Err(Error::InvalidKey {
-                engine: NAME,
-                reason: format!(
-                    "{} bytes is over LMDB's key limit of {max} bytes",
-                    key.len()
-                ),
-            });
-        }
-        Ok(())
+        emul::check_key_within(NAME, key, self.env.max_key_size(), LIMIT)
     }
 }
 
@@ -383,6 +382,31 @@ mod tests {
         assert_eq!(e.count_range(b"bulk/", b"put0")?, 96);
         let mut out = Vec::new();
         assert!(e.get(b"put/047", &mut out)? && out == value);
+        Ok(())
+    }
+
+    /// The longer-keys build: the limit follows the page size (1,982 bytes on 4 KiB pages),
+    /// not the default build's 511, and LMDB itself stores a key of exactly that length.
+    #[test]
+    fn longer_keys_build_sets_the_limit_from_the_page_size() -> Result<()> {
+        let dir = tempfile::tempdir().map_err(|e| Error::io(NAME, "create", "tempdir", e))?;
+        let e = LmdbEngine::open(dir.path(), &OpenOptions::default())?;
+        let page = e.env.stat().page_size as usize;
+        // mdb_env_open2: me_nodemax = ((psize - PAGEHDRSZ) / MDB_MINKEYS & -2) - sizeof(indx_t),
+        // me_maxkey = me_nodemax - (NODESIZE + sizeof(MDB_db)).
+        let expected = (((page - 16) / 2) & !1) - 2 - (8 + 48);
+        assert_eq!(e.env.max_key_size(), expected, "page size {page}");
+        if page == 4096 {
+            assert_eq!(expected, 1982);
+        }
+        assert_eq!(e.capabilities().max_key_len, Some(expected));
+        let longest = vec![0xA5; expected];
+        e.write("raw put", |txn| e.db.put(txn, &longest, b"v"))?;
+        let too_long = vec![0xA5; expected + 1];
+        match e.write("raw put", |txn| e.db.put(txn, &too_long, b"v")) {
+            Err(Error::Backend { .. }) => {} // MDB_BAD_VALSIZE from LMDB itself
+            other => panic!("LMDB stored a key over its own limit: {other:?}"),
+        }
         Ok(())
     }
 }

@@ -11,8 +11,13 @@
 //! one connection sits behind a mutex: concurrent callers are serialised, as in one session.
 //! `compare_and_swap` is one conditional statement (`UPDATE ... WHERE k = $1 AND v = $2`,
 //! `INSERT ... ON CONFLICT DO NOTHING`, `DELETE ... WHERE v = $2`), atomic in the server.
+//!
+//! Keys are limited by the primary key's btree ([`limits`]: 2,692 bytes on 8 KiB pages);
+//! every write path refuses a longer key with [`Error::InvalidKey`] before sending anything,
+//! so no batch or COPY fails in the server half-way.
 
 mod cluster;
+mod limits;
 
 use crate::api::{BatchOp, Capabilities, CasOutcome, Durability, KvEngine, KvPair, OpenOptions};
 use crate::emul::{self, OrderedRead, SortedCheck};
@@ -52,6 +57,8 @@ struct Conn {
 pub(crate) struct PgEngine {
     conn: Mutex<Conn>,
     table: String,
+    /// The longest key the table's primary key indexes on this server ([`limits`]).
+    max_key_len: usize,
     /// Drop the table on close (only when it lives in a server we did not start).
     drop_table: bool,
     /// Held for its Drop, which stops the server; declared after `conn` so the connection
@@ -68,7 +75,7 @@ impl PgEngine {
             .clone()
             .or_else(|| std::env::var("AI_META_PG_URL").ok())
             .filter(|u| !u.trim().is_empty());
-        let (client, cluster, table) = match url {
+        let (mut client, cluster, table) = match url {
             Some(url) => {
                 let client =
                     Client::connect(&url, NoTls).map_err(perr("connect to AI_META_PG_URL"))?;
@@ -80,13 +87,20 @@ impl PgEngine {
             }
         };
         let drop_table = cluster.is_none();
+        let max_key_len = limits::server_max_key_len(&mut client)?;
         let conn = prepare(client, &table, o.durability)?;
         Ok(PgEngine {
             conn: Mutex::new(conn),
             table,
+            max_key_len,
             drop_table,
             cluster,
         })
+    }
+
+    /// Refuses the empty key and one the primary key's btree cannot index.
+    fn check_key(&self, key: &[u8]) -> Result<()> {
+        emul::check_key_within(NAME, key, self.max_key_len, limits::LIMIT)
     }
 
     fn lock(&self) -> Result<MutexGuard<'_, Conn>> {
@@ -111,7 +125,9 @@ impl PgEngine {
         let mut buf: Vec<u8> = b"PGCOPY\n\xff\r\n\0\0\0\0\0\0\0\0\0".to_vec();
         let mut n = 0u64;
         for (k, v) in pairs {
-            check.check(&k)?; // an early return drops `w` unfinished, which aborts the COPY
+            // An early return drops `w` unfinished, which aborts the COPY: nothing is stored.
+            check.check(&k)?;
+            self.check_key(&k)?;
             buf.extend_from_slice(&2i16.to_be_bytes());
             for field in [&k, &v] {
                 let len = i32::try_from(field.len()).map_err(|_| Error::InvalidKey {
@@ -307,7 +323,7 @@ impl KvEngine for PgEngine {
     }
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities::emulated(false, None)
+        Capabilities::emulated(false, Some(self.max_key_len))
     }
 
     /// `COPY ... FROM STDIN BINARY` in one statement.
@@ -320,7 +336,7 @@ impl KvEngine for PgEngine {
     }
 
     fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
-        emul::check_key(NAME, key)?;
+        self.check_key(key)?;
         let mut c = self.lock()?;
         let c = &mut *c;
         c.client
@@ -339,7 +355,7 @@ impl KvEngine for PgEngine {
     }
 
     fn write_batch(&self, ops: &[BatchOp<'_>]) -> Result<()> {
-        emul::check_batch(NAME, ops)?;
+        emul::check_batch_within(NAME, ops, self.max_key_len, limits::LIMIT)?;
         let mut c = self.lock()?;
         let c = &mut *c;
         let mut txn = c.client.transaction().map_err(perr("write_batch: begin"))?;
@@ -359,7 +375,7 @@ impl KvEngine for PgEngine {
         expected: Option<&[u8]>,
         new: Option<&[u8]>,
     ) -> Result<CasOutcome> {
-        emul::check_key(NAME, key)?;
+        self.check_key(key)?;
         let mut c = self.lock()?;
         let c = &mut *c;
         let applied = match (expected, new) {

@@ -160,6 +160,9 @@ impl KvEngine for RedbEngine {
     }
 
     fn capabilities(&self) -> Capabilities {
+        // No key limit a caller can reach: redb 2.6 refuses a key over MAX_VALUE_LENGTH
+        // (3 GiB) or a pair over MAX_PAIR_LENGTH (3.75 GiB) with StorageError::ValueTooLarge;
+        // a long key moves to its own pages of the b-tree.
         Capabilities::emulated(false, None)
     }
 

@@ -224,6 +224,9 @@ impl KvEngine for RocksEngine {
     }
 
     fn capabilities(&self) -> Capabilities {
+        // No key limit a caller can reach: RocksDB refuses a key over 4 GiB - 8 bytes
+        // ("key is too large", kMaxWriteBatchKeySize in db/write_batch.cc: the internal key
+        // with its 8-byte sequence and type must fit a u32 length).
         Capabilities::emulated(true, None)
     }
 

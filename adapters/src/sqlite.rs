@@ -323,6 +323,9 @@ impl KvEngine for SqliteEngine {
     }
 
     fn capabilities(&self) -> Capabilities {
+        // No key limit a caller can reach: a BLOB (and the whole row) may hold up to
+        // SQLITE_MAX_LENGTH, 1,000,000,000 bytes in the bundled build, and a long key spills
+        // to overflow pages of the WITHOUT ROWID table's b-tree (SQLITE_TOOBIG beyond).
         Capabilities::emulated(false, None)
     }
 

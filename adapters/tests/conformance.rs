@@ -151,6 +151,7 @@ fn conformance(e: &dyn KvEngine) -> TestResult {
     assert_full_contents(e, &model)?;
     check_batches(e, &mut model)?;
     assert_full_contents(e, &model)?;
+    check_key_limits(e, &mut model)?;
 
     e.checkpoint()?;
     assert!(

@@ -1,6 +1,10 @@
 //! The conformance data set, the `BTreeMap` reference model and the read checks that compare
 //! an engine with it.
 
+mod key_limits;
+
+pub use key_limits::check_key_limits;
+
 use aimeta_adapters::{KvEngine, ListItem, LpmMethod};
 use rand::{Rng as _, RngExt as _};
 use std::collections::BTreeMap;
