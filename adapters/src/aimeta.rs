@@ -192,7 +192,9 @@ impl KvEngine for AimetaEngine {
     }
 
     fn delete(&self, key: &[u8]) -> Result<()> {
-        if key.is_empty() {
+        // A key the engine cannot hold is absent: deleting it is a no-op, as for an empty
+        // key and as on the other engines.
+        if key.is_empty() || key.len() > aimeta_engine::MAX_KEY_LEN {
             return Ok(());
         }
         self.tree.delete(key).map(|_| ()).map_err(berr("delete"))
@@ -204,7 +206,11 @@ impl KvEngine for AimetaEngine {
         for op in ops {
             match *op {
                 BatchOp::Put { key, value } => batch.put(key, value),
-                BatchOp::Delete { key: [] } => &mut batch,
+                BatchOp::Delete { key }
+                    if key.is_empty() || key.len() > aimeta_engine::MAX_KEY_LEN =>
+                {
+                    &mut batch
+                }
                 BatchOp::Delete { key } => batch.delete(key),
             };
         }
