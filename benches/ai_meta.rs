@@ -79,6 +79,23 @@ fn bench(c: &mut Criterion) {
     };
     let filter = filter();
     let failure: RefCell<Option<String>> = RefCell::new(None);
+    // The trace replay first, outside criterion: a replay is one sequence whose cache
+    // state evolves request by request, so repeating "iterations" of it would time a
+    // different workload; each replay's engine calls are timed by the runner itself and
+    // recorded in our JSON.
+    if wanted(&filter, Workload::KvcacheTrace.name()) {
+        match run::run_trace(&o, &NoProgress) {
+            Ok((datasets, records)) => {
+                println!("kvcache_trace: {} replays", records.len());
+                results.datasets.extend(datasets);
+                results.records.extend(records);
+            }
+            Err(e) => {
+                eprintln!("ai_meta bench: {e}");
+                std::process::exit(if e.is_bad_input() { 2 } else { 1 });
+            }
+        }
+    }
     for planned in run::plan_datasets(&o) {
         let ds = planned.meta.name.clone();
         for &kind in &o.engines {

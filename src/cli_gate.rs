@@ -138,6 +138,7 @@ fn measure_and_judge(
         counters: g.counters()?,
         ratios: Vec::new(),
     };
+    first.counters.extend(g.trace_counters()?);
     if !args.counters_only {
         first.ratios = g.ratios(None, &NoProgress)?;
     }

@@ -6,8 +6,24 @@
 use aimeta_adapters::EngineKind;
 use aimeta_reports::gate::{CounterMeasured, RatioMeasured};
 
-use crate::run::{plan_datasets, Data, Planned, Progress, RunError, RunOptions};
-use crate::run::{Session, Variant, Workload};
+use crate::run::{dataset_name, plan_datasets, Data, Planned, Progress, Replay, RunError};
+use crate::run::{RunOptions, Session, Variant, Workload};
+use crate::trace::{committed_trace_path, read_trace, Schedule, TraceMethod};
+
+/// The trace replay's capacity in the gate: 10 % of the distinct blocks, where evictions
+/// are most frequent.
+pub const TRACE_CAPACITY_PERCENT: u32 = 10;
+
+/// This engine's method in the gate's trace checks: path keys and its native lookup.
+pub const TRACE_MINE: TraceMethod = TraceMethod::PathNative;
+
+/// LMDB's methods; the ratio is taken against the fastest of them in each round.
+pub const TRACE_LMDB: [TraceMethod; 4] = [
+    TraceMethod::PathPredecessorSeek,
+    TraceMethod::PathBisect,
+    TraceMethod::ChainedProbe,
+    TraceMethod::ChainedBisect,
+];
 
 /// Operations per counter check, each on a freshly opened (cold) pool.
 pub const COLD_OPS: u64 = 50;
@@ -70,12 +86,15 @@ impl Pair {
     }
 }
 
-/// Both engines loaded with every data set of the gate.
+/// Both engines loaded with every data set of the gate, and the trace replay's schedule
+/// (each replay runs on a fresh store).
 pub struct Gate {
     o: GateOptions,
     pairs: Vec<Pair>,
     specs: Vec<RatioSpec>,
     warm: bool,
+    trace: Schedule,
+    trace_dataset: String,
 }
 
 fn ratio_specs(pairs: &[Pair]) -> Vec<RatioSpec> {
@@ -169,11 +188,121 @@ impl Gate {
             });
         }
         let specs = ratio_specs(&pairs);
+        let path = committed_trace_path();
+        let tenants = o.run.scale.trace_tenants;
+        let trace = Schedule::new(&read_trace(&path)?, tenants, Some(TRACE_CAPACITY_PERCENT))
+            .map_err(|source| RunError::Schedule {
+                path: path.clone(),
+                source,
+            })?;
+        let trace_dataset = dataset_name(&path, tenants, Some(TRACE_CAPACITY_PERCENT));
         Ok(Gate {
             o,
             pairs,
             specs,
             warm: false,
+            trace,
+            trace_dataset,
+        })
+    }
+
+    /// One replay of the gate's trace on a fresh store: its record.
+    fn replay(
+        &self,
+        kind: EngineKind,
+        method: TraceMethod,
+        progress: &dyn Progress,
+    ) -> Result<aimeta_reports::Record, RunError> {
+        let path = committed_trace_path();
+        let record = Replay {
+            o: &self.o.run,
+            kind,
+            method,
+            threads: 1,
+            schedule: &self.trace,
+            path: &path,
+            dataset: &self.trace_dataset,
+        }
+        .run(progress)?;
+        match record.status {
+            aimeta_reports::Status::Ok => Ok(record),
+            _ => Err(RunError::Unavailable {
+                engine: kind.name().to_string(),
+                detail: format!(
+                    "{} on {}: {}",
+                    method.name(),
+                    self.trace_dataset,
+                    record.note.unwrap_or_default()
+                ),
+            }),
+        }
+    }
+
+    /// The trace's deterministic counters, from one replay of this engine's path-key
+    /// native lookup on a fresh store (its pool starts empty): how far its hits are from
+    /// the cache model's (0: the replay refuses to finish otherwise, so this guards the
+    /// check itself), the blocks it missed (exact: fewer or more means the workload
+    /// changed), and the pages its lookups read.
+    pub fn trace_counters(&self) -> Result<Vec<CounterMeasured>, RunError> {
+        let record = self.replay(EngineKind::Aimeta, TRACE_MINE, &crate::run::NoProgress)?;
+        let ds = &self.trace_dataset;
+        let Some(t) = record.trace else {
+            return Ok(Vec::new());
+        };
+        let pages = t.lookup_io.map_or(f64::NAN, |io| io.pages_read);
+        Ok(vec![
+            CounterMeasured {
+                check: format!("trace_hits_off_model/{ds}"),
+                what: format!("|aimeta's prefix hits - the cache model's| over the replay of {ds}"),
+                value: t.hits.abs_diff(t.model_hits) as f64,
+            },
+            CounterMeasured {
+                check: format!("trace_blocks_missed/{ds}"),
+                what: format!(
+                    "blocks requested but not cached over the replay of {ds} ({} requested); a change either way is a change of the workload",
+                    t.blocks_requested
+                ),
+                value: (t.blocks_requested - t.hits) as f64,
+            },
+            CounterMeasured {
+                check: format!("pages_per_trace_lookup_cold/{ds}"),
+                what: format!(
+                    "pages aimeta reads per longest-prefix lookup (path keys, native) replaying {ds} from an empty store and pool"
+                ),
+                value: pages,
+            },
+        ])
+    }
+
+    /// The trace's timed check: per-request time of this engine's path-key native lookup
+    /// over LMDB's fastest method, each replay on a fresh store, `rounds` times with the
+    /// order swapped every round.
+    fn trace_ratio(&self, progress: &dyn Progress) -> Result<RatioMeasured, RunError> {
+        let mean = |r: aimeta_reports::Record| r.ns_per_op.mean;
+        let mut rounds = Vec::new();
+        for round in 0..self.o.rounds {
+            let mut mine = 0.0;
+            let mut lmdb = f64::INFINITY;
+            let mine_first = round % 2 == 0;
+            if mine_first {
+                mine = mean(self.replay(EngineKind::Aimeta, TRACE_MINE, progress)?);
+            }
+            for method in TRACE_LMDB {
+                lmdb = lmdb.min(mean(self.replay(EngineKind::Lmdb, method, progress)?));
+            }
+            if !mine_first {
+                mine = mean(self.replay(EngineKind::Aimeta, TRACE_MINE, progress)?);
+            }
+            rounds.push(mine / lmdb.max(1e-9));
+        }
+        let ds = &self.trace_dataset;
+        Ok(RatioMeasured {
+            check: format!("kvcache_trace/{ds}"),
+            what: format!(
+                "kvcache_trace on {ds}: aimeta path_native / lmdb's fastest method, mean ns per request"
+            ),
+            rounds,
+            cap: None,
         })
     }
 
@@ -269,7 +398,7 @@ impl Gate {
             }
         }
         progress.end();
-        Ok(specs
+        let mut measured: Vec<RatioMeasured> = specs
             .into_iter()
             .zip(rounds)
             .map(|(s, rounds)| RatioMeasured {
@@ -278,7 +407,12 @@ impl Gate {
                 rounds,
                 cap: s.cap,
             })
-            .collect())
+            .collect();
+        let trace_check = format!("kvcache_trace/{}", self.trace_dataset);
+        if only.is_none_or(|o| o.contains(&trace_check)) {
+            measured.push(self.trace_ratio(progress)?);
+        }
+        Ok(measured)
     }
 
     /// Untimed operations on every side of every check, so the pools reach their steady

@@ -18,6 +18,7 @@ use aimeta_reports::{Dataset, Provenance, Record, Results, RunConfig, Status, SC
 pub use error::RunError;
 pub use session::{base_record, full_frame_variants, variants, workload_seed, Measured, Session};
 pub use sys::{drop_from_page_cache, CgroupGuard};
+pub(crate) use trace_run::{dataset_name, Replay};
 pub use trace_run::{run_trace, trace_capacities, trace_methods, TRACE_THREADS};
 pub use variant::Variant;
 

@@ -38,7 +38,7 @@ pub fn trace_methods(kind: EngineKind) -> Vec<TraceMethod> {
 }
 
 /// The results name of a replay: the trace's first word, tenants, capacity.
-fn dataset_name(trace: &Path, tenants: u32, capacity: Option<u32>) -> String {
+pub(crate) fn dataset_name(trace: &Path, tenants: u32, capacity: Option<u32>) -> String {
     let stem = trace
         .file_stem()
         .and_then(|s| s.to_str())
@@ -122,15 +122,22 @@ pub fn run_trace(
     Ok((datasets, records))
 }
 
-/// One replay to run.
-struct Replay<'a> {
-    o: &'a RunOptions,
-    kind: EngineKind,
-    method: TraceMethod,
-    threads: u32,
-    schedule: &'a Schedule,
-    path: &'a Path,
-    dataset: &'a str,
+/// One replay to run (the runner's and the gate's).
+pub(crate) struct Replay<'a> {
+    /// Budget, durability, work directory, rate.
+    pub(crate) o: &'a RunOptions,
+    /// The engine.
+    pub(crate) kind: EngineKind,
+    /// Key design and lookup.
+    pub(crate) method: TraceMethod,
+    /// Client threads.
+    pub(crate) threads: u32,
+    /// What to replay.
+    pub(crate) schedule: &'a Schedule,
+    /// The trace file, for the record.
+    pub(crate) path: &'a Path,
+    /// The replay's data set name.
+    pub(crate) dataset: &'a str,
 }
 
 impl Replay<'_> {
@@ -179,7 +186,7 @@ impl Replay<'_> {
     }
 
     /// Opens a fresh store, replays, and removes the store.
-    fn run(&self, progress: &dyn Progress) -> Result<Record, RunError> {
+    pub(crate) fn run(&self, progress: &dyn Progress) -> Result<Record, RunError> {
         let dir = self.dir();
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).map_err(|source| RunError::WorkDir {
