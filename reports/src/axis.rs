@@ -159,6 +159,12 @@ pub(crate) fn plan(values: &[f64], force_log: bool, include: &[f64]) -> Axis {
     linear(rest_max, cut)
 }
 
+/// The axis of shares (hit rates): linear from 0 to 1 whatever the values, so that
+/// shares are read against the whole.
+pub(crate) fn share() -> Axis {
+    linear(1.0, false)
+}
+
 impl Axis {
     /// Position of `v` as a share of the plot width, and whether the bar is cut. Values
     /// past a break map to 1.0; values outside the domain are clamped.
@@ -236,6 +242,15 @@ mod tests {
         assert!(a.lo <= 0.15 && a.hi >= 1.0);
         assert!(a.ticks.contains(&1.0));
         assert!(a.ticks.windows(2).all(|w| w[0] < w[1]));
+        Ok(())
+    }
+
+    #[test]
+    fn shares_span_zero_to_one() -> TestResult {
+        let a = share();
+        assert_eq!((a.scale, a.lo, a.hi, a.cut), (Scale::Linear, 0.0, 1.0, false));
+        assert_eq!(a.ticks.len(), 6);
+        assert_eq!(a.position(0.5), (0.5, false));
         Ok(())
     }
 

@@ -28,6 +28,7 @@ mod stories;
 mod svg;
 #[cfg(test)]
 mod testing;
+mod trace;
 
 pub use atomic::write_atomically;
 pub use charts::{render_charts, RenderedChart};

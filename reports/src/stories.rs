@@ -79,6 +79,7 @@ pub(crate) fn headline(results: &Results) -> Chart {
                 faded: false,
                 cell,
                 annotation,
+                tails: vec![],
             });
         }
     }
