@@ -29,6 +29,8 @@ mod svg;
 #[cfg(test)]
 mod testing;
 mod trace;
+mod trace_charts;
+mod trace_table;
 
 pub use atomic::write_atomically;
 pub use charts::{render_charts, RenderedChart};

@@ -60,11 +60,12 @@ pub(crate) enum LoopMode {
 }
 
 impl LoopMode {
+    /// Closed loop first, beside the records whose mode is not known (mostly N/A
+    /// records of closed-loop runs), then open loop by rate.
     fn rank(self) -> (u8, f64) {
         match self {
-            LoopMode::Closed => (0, 0.0),
+            LoopMode::Closed | LoopMode::Unknown => (0, 0.0),
             LoopMode::Open(rate) => (1, rate),
-            LoopMode::Unknown => (2, 0.0),
         }
     }
 
@@ -306,15 +307,16 @@ mod tests {
             .collect();
         // Sorted by capacity, unlimited last; the N/A record sits with its data set.
         assert_eq!(shapes, vec![Some(Some(10)), Some(Some(10)), Some(None)]);
-        assert_eq!(all[1].record.engine, "lmdb");
-        assert_eq!(all[1].setting.map(|s| s.mode), Some(LoopMode::Unknown));
-        let cap10 = all[0].setting.ok_or("setting")?;
-        assert!(all[1].is_at(&cap10));
+        let (ok, na) = (&all[0], &all[1]);
+        assert_eq!((ok.record.engine.as_str(), na.record.engine.as_str()), ("aimeta", "lmdb"));
+        assert_eq!(na.setting.map(|s| s.mode), Some(LoopMode::Unknown));
+        let cap10 = ok.setting.ok_or("setting")?;
+        assert!(na.is_at(&cap10));
         let open = Setting {
             mode: LoopMode::Open(100.0),
             ..cap10
         };
-        assert!(all[1].is_at(&open) && !all[0].is_at(&open));
+        assert!(na.is_at(&open) && !ok.is_at(&open));
         Ok(())
     }
 
