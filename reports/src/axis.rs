@@ -248,7 +248,10 @@ mod tests {
     #[test]
     fn shares_span_zero_to_one() -> TestResult {
         let a = share();
-        assert_eq!((a.scale, a.lo, a.hi, a.cut), (Scale::Linear, 0.0, 1.0, false));
+        assert_eq!(
+            (a.scale, a.lo, a.hi, a.cut),
+            (Scale::Linear, 0.0, 1.0, false)
+        );
         assert_eq!(a.ticks.len(), 6);
         assert_eq!(a.position(0.5), (0.5, false));
         Ok(())

@@ -612,7 +612,11 @@ mod tests {
         c.value_axis.better = "higher is better".into();
         c.value_axis.title = "hit rate".into();
         let svg = c.render(&LIGHT);
-        let needles = [">36.6 %</text>", ">100 %</text>", ">hit rate (higher is better)</text>"];
+        let needles = [
+            ">36.6 %</text>",
+            ">100 %</text>",
+            ">hit rate (higher is better)</text>",
+        ];
         assert_contains_all(&svg, &needles);
         assert!(!svg.contains("log scale"));
         Ok(())

@@ -297,7 +297,10 @@ mod tests {
         assert_formats(ratio, &[(0.4234, "0.42×"), (3.04, "3.0×"), (12.4, "12×")]);
         let shares = [(0.36641, "36.6 %"), (0.052, "5.20 %"), (1.0, "100 %")];
         assert_formats(percent, &shares);
-        assert_formats(percent_tick, &[(0.0, "0 %"), (0.2, "20 %"), (0.125, "12.5 %")]);
+        assert_formats(
+            percent_tick,
+            &[(0.0, "0 %"), (0.2, "20 %"), (0.125, "12.5 %")],
+        );
         assert_formats(ratio_tick, &[(0.1, "0.1×")]);
         let mib = 1048576.0;
         assert_formats(

@@ -189,7 +189,11 @@ pub(crate) fn cmp_natural(a: &str, b: &str) -> Ordering {
     let key = |(digit, chunk): &(bool, String)| {
         // Digits first (false < true), as numbers: by length once leading zeros are gone.
         let trimmed = chunk.trim_start_matches('0');
-        (!digit, if *digit { trimmed.len() } else { 0 }, trimmed.to_string())
+        (
+            !digit,
+            if *digit { trimmed.len() } else { 0 },
+            trimmed.to_string(),
+        )
     };
     let (ca, cb) = (chunks(a), chunks(b));
     for (x, y) in ca.iter().zip(&cb) {
@@ -293,7 +297,10 @@ mod tests {
             cmp_variant(Some("path_bisect"), Some("chained_probe")),
             Ordering::Less
         );
-        assert_eq!(cmp_workload("kvcache_trace", "manifest_scan"), Ordering::Less);
+        assert_eq!(
+            cmp_workload("kvcache_trace", "manifest_scan"),
+            Ordering::Less
+        );
         Ok(())
     }
 
@@ -315,7 +322,10 @@ mod tests {
             "mooncake_x16_cap10",
         ];
         assert_eq!(names, want);
-        assert_eq!(cmp_natural("manifest_beyond", "manifest_fits"), Ordering::Less);
+        assert_eq!(
+            cmp_natural("manifest_beyond", "manifest_fits"),
+            Ordering::Less
+        );
         assert_eq!(cmp_natural("x2_cap10", "x2_cap10"), Ordering::Equal);
         Ok(())
     }

@@ -61,7 +61,11 @@ pub(crate) fn trace_record(
     } else {
         1.0
     };
-    let method_factor = if variant.ends_with("bisect") { 1.3 } else { 1.0 };
+    let method_factor = if variant.ends_with("bisect") {
+        1.3
+    } else {
+        1.0
+    };
     let mean = 40_000.0 * engine_factor * design_factor * method_factor;
     let latency = |m: f64| crate::Latency {
         mean: m,

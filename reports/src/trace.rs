@@ -237,6 +237,33 @@ pub(crate) fn trace_records(results: &Results) -> Vec<TraceRecord<'_>> {
     out
 }
 
+/// The records at `setting`, one per engine, variant and thread count: a record without
+/// stats covers every mode, so the N/A records of a closed-loop and an open-loop run
+/// would otherwise both show; a record with its own stats is kept before one without.
+pub(crate) fn at_setting<'a>(
+    records: &[TraceRecord<'a>],
+    setting: &Setting,
+) -> Vec<TraceRecord<'a>> {
+    let mut at: Vec<TraceRecord<'a>> = records
+        .iter()
+        .copied()
+        .filter(|t| t.is_at(setting))
+        .collect();
+    at.sort_by_key(|t| t.record.trace.is_none());
+    let mut out: Vec<TraceRecord<'a>> = Vec::new();
+    for t in at {
+        let same = |o: &TraceRecord<'a>| {
+            o.record.engine == t.record.engine
+                && o.record.variant == t.record.variant
+                && o.record.threads == t.record.threads
+        };
+        if !out.iter().any(same) {
+            out.push(t);
+        }
+    }
+    out
+}
+
 /// The setting the charts feature: closed loop, 1 thread and a capacity limit where
 /// such replays exist, then the most tenants and the smallest capacity (10 % before
 /// 50 %). `None` when no record carries trace stats.
@@ -265,10 +292,7 @@ pub(crate) fn featured(records: &[TraceRecord<'_>]) -> Option<Setting> {
 /// replays, so that an engine's "fastest" is never another setting's number.
 pub(crate) fn is_headline_setting(r: &Record) -> bool {
     r.workload != TRACE_WORKLOAD
-        || (r.threads == 1
-            && r.trace
-                .as_ref()
-                .is_none_or(|t| t.open_loop_rate.is_none()))
+        || (r.threads == 1 && r.trace.as_ref().is_none_or(|t| t.open_loop_rate.is_none()))
 }
 
 #[cfg(test)]
@@ -280,7 +304,11 @@ mod tests {
     #[test]
     fn variants_split_into_design_and_method() -> TestResult {
         let cases = [
-            (Some("path_native_boundary"), Some(KeyDesign::Path), "native_boundary"),
+            (
+                Some("path_native_boundary"),
+                Some(KeyDesign::Path),
+                "native_boundary",
+            ),
             (Some("chained_probe"), Some(KeyDesign::Chained), "probe"),
             (Some("pathological"), None, "pathological"),
             (None, None, ""),
@@ -308,7 +336,10 @@ mod tests {
         // Sorted by capacity, unlimited last; the N/A record sits with its data set.
         assert_eq!(shapes, vec![Some(Some(10)), Some(Some(10)), Some(None)]);
         let (ok, na) = (&all[0], &all[1]);
-        assert_eq!((ok.record.engine.as_str(), na.record.engine.as_str()), ("aimeta", "lmdb"));
+        assert_eq!(
+            (ok.record.engine.as_str(), na.record.engine.as_str()),
+            ("aimeta", "lmdb")
+        );
         assert_eq!(na.setting.map(|s| s.mode), Some(LoopMode::Unknown));
         let cap10 = ok.setting.ok_or("setting")?;
         assert!(na.is_at(&cap10));
@@ -317,6 +348,16 @@ mod tests {
             ..cap10
         };
         assert!(na.is_at(&open) && !ok.is_at(&open));
+        // The N/A record of an open-loop run shows once beside the closed-loop one.
+        let mut results = results.clone();
+        let again = results.records[2].clone();
+        results.records.push(again);
+        let all = trace_records(&results);
+        let engines: Vec<&str> = at_setting(&all, &cap10)
+            .iter()
+            .map(|t| t.record.engine.as_str())
+            .collect();
+        assert_eq!(engines, ["aimeta", "lmdb"]);
         Ok(())
     }
 
@@ -340,10 +381,16 @@ mod tests {
             more_tenants,
         ]);
         let f = featured(&trace_records(&results)).ok_or("no featured setting")?;
-        assert_eq!(f.label(), "4 tenants · capacity 50 % · 1 thread · closed loop");
+        assert_eq!(
+            f.label(),
+            "4 tenants · capacity 50 % · 1 thread · closed loop"
+        );
         let single = trace_results(vec![rec("aimeta", "chained_probe", None, 8)]);
         let f = featured(&trace_records(&single)).ok_or("no featured setting")?;
-        assert_eq!(f.label(), "1 tenant · capacity unlimited · 8 threads · closed loop");
+        assert_eq!(
+            f.label(),
+            "1 tenant · capacity unlimited · 8 threads · closed loop"
+        );
         Ok(())
     }
 
@@ -353,8 +400,18 @@ mod tests {
         if let Some(t) = open.trace.as_mut() {
             t.open_loop_rate = Some(500.0);
         }
-        assert!(is_headline_setting(&rec("aimeta", "path_native", Some(10), 1)));
-        assert!(!is_headline_setting(&rec("aimeta", "path_native", Some(10), 8)));
+        assert!(is_headline_setting(&rec(
+            "aimeta",
+            "path_native",
+            Some(10),
+            1
+        )));
+        assert!(!is_headline_setting(&rec(
+            "aimeta",
+            "path_native",
+            Some(10),
+            8
+        )));
         assert!(!is_headline_setting(&open));
         let mut par = rec("aimeta", "path_native", Some(10), 8);
         par.workload = "manifest_get_par8".into();

@@ -9,8 +9,8 @@ use crate::order::{self, engine_colour};
 use crate::results::{Record, Results, Status};
 use crate::rows::{missing_text, record_row, subtitle};
 use crate::trace::{
-    capacity_label, featured, split_variant, tenants_label, threads_label, trace_records, KeyDesign, LoopMode,
-    Setting, Shape, TraceRecord,
+    at_setting, capacity_label, featured, split_variant, tenants_label, threads_label,
+    trace_records, KeyDesign, LoopMode, Setting, Shape, TraceRecord,
 };
 
 /// File stems of the trace charts, in the order they are shown.
@@ -44,11 +44,10 @@ fn by_engine<'a>(
     records: &[TraceRecord<'a>],
     setting: Option<Setting>,
 ) -> Vec<(&'a str, Vec<&'a Record>)> {
-    let at: Vec<&Record> = records
-        .iter()
-        .filter(|t| setting.is_none_or(|s| t.is_at(&s)))
-        .map(|t| t.record)
-        .collect();
+    let at: Vec<&Record> = match setting {
+        Some(s) => at_setting(records, &s).iter().map(|t| t.record).collect(),
+        None => records.iter().map(|t| t.record).collect(),
+    };
     results
         .engines()
         .into_iter()
@@ -109,7 +108,10 @@ fn design_label(design: Option<KeyDesign>, method: &str) -> String {
 /// (a) Per engine and key design, the fastest lookup method's mean time per request.
 fn request_time(results: &Results, records: &[TraceRecord<'_>], setting: Option<Setting>) -> Chart {
     let engines = by_engine(results, records, setting);
-    let all: Vec<&Record> = engines.iter().flat_map(|(_, r)| r.iter().copied()).collect();
+    let all: Vec<&Record> = engines
+        .iter()
+        .flat_map(|(_, r)| r.iter().copied())
+        .collect();
     let mut sections = Vec::new();
     for (engine, mine) in &engines {
         let mut designs: Vec<(Option<KeyDesign>, &str)> = Vec::new();
@@ -361,12 +363,15 @@ fn lookup_percentiles(
     setting: Option<Setting>,
 ) -> Chart {
     let engines = by_engine(results, records, setting);
-    let all: Vec<&Record> = engines.iter().flat_map(|(_, r)| r.iter().copied()).collect();
+    let all: Vec<&Record> = engines
+        .iter()
+        .flat_map(|(_, r)| r.iter().copied())
+        .collect();
     let sections = engines
         .iter()
         .map(|(engine, mine)| Section {
             header: Some(engine.to_string()),
-            rows: mine.iter().map(|r| percentile_row(r)).collect(),
+            rows: merge_missing(mine.iter().map(|r| (*r, percentile_row(r))).collect()),
         })
         .collect();
     let mut sub = subtitle(results);
@@ -384,6 +389,44 @@ fn lookup_percentiles(
         sections,
         footnotes,
     )
+}
+
+/// One engine's rows with the N/A rows of the same reason merged into one (the first's
+/// place), so that a design an engine cannot hold takes one row, not one per method.
+fn merge_missing(rows: Vec<(&Record, Row)>) -> Vec<Row> {
+    let mut out: Vec<(Vec<&Record>, Row)> = Vec::new();
+    for (r, row) in rows {
+        let Cell::Missing(why) = &row.cell else {
+            out.push((vec![r], row));
+            continue;
+        };
+        let same = out
+            .iter_mut()
+            .find(|(_, o)| matches!(&o.cell, Cell::Missing(w) if w == why));
+        match same {
+            Some((merged, _)) => merged.push(r),
+            None => out.push((vec![r], row)),
+        }
+    }
+    out.into_iter()
+        .map(|(merged, mut row)| {
+            if merged.len() > 1 {
+                let split: Vec<_> = merged
+                    .iter()
+                    .map(|r| split_variant(r.variant.as_deref()))
+                    .collect();
+                let design = split[0].0;
+                row.label = match design {
+                    Some(d) if split.iter().all(|(x, _)| *x == design) => {
+                        let methods: Vec<&str> = split.iter().map(|(_, m)| *m).collect();
+                        format!("{} · {}", d.name(), methods.join(", "))
+                    }
+                    _ => format!("{} variants", merged.len()),
+                };
+            }
+            row
+        })
+        .collect()
 }
 
 /// A variant's lookup bar: p50, with p99 and p99.9 as tails.
@@ -557,9 +600,14 @@ mod tests {
         // Variants in the report's order within an engine, whatever the records' order.
         let lmdb = &svg[svg.find(">lmdb</text>").ok_or("no lmdb section")?..];
         let at = |n: &str| lmdb.find(n).unwrap_or(usize::MAX);
-        assert!(at(">path · predecessor_seek<") < at(">path · bisect<"));
-        assert!(at(">path · bisect<") < at(">chained · probe<"));
-        assert_eq!(svg.matches("fill-opacity").count(), 2 * 4, "two tails per bar");
+        assert!(at(">path · predecessor_seek, bisect<") < at(">chained · probe<"));
+        // lmdb's two N/A path methods share their reason: one row.
+        assert_eq!(svg.matches("longest path key is 1,740").count(), 1);
+        assert_eq!(
+            svg.matches("fill-opacity").count(),
+            2 * 4,
+            "two tails per bar"
+        );
         Ok(())
     }
 

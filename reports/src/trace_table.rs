@@ -9,7 +9,9 @@ use crate::chart::Cell;
 use crate::format::{self, md_cell};
 use crate::results::{Latency, Record, Results, Status};
 use crate::rows::{cell, missing_text};
-use crate::trace::{capacity_label, featured, split_variant, trace_records, Setting, TraceRecord};
+use crate::trace::{
+    at_setting, capacity_label, featured, split_variant, trace_records, Setting, TraceRecord,
+};
 
 /// Which replays a table holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -138,20 +140,17 @@ fn row(t: &TraceRecord<'_>) -> String {
 pub(crate) fn trace_table(results: &Results, scope: TableScope) -> Option<String> {
     let records = trace_records(results);
     let featured_setting: Option<Setting> = featured(&records);
-    let chosen: Vec<&TraceRecord<'_>> = records
-        .iter()
-        .filter(|t| match (scope, featured_setting) {
-            (TableScope::Every, _) | (TableScope::Featured, None) => true,
-            (TableScope::Featured, Some(s)) => t.is_at(&s),
-        })
-        .collect();
+    let chosen: Vec<TraceRecord<'_>> = match (scope, featured_setting) {
+        (TableScope::Featured, Some(s)) => at_setting(&records, &s),
+        (TableScope::Every, _) | (TableScope::Featured, None) => records,
+    };
     if chosen.is_empty() {
         return None;
     }
     let mut out = String::new();
     let _ = writeln!(out, "| {} |", COLUMNS.join(" | "));
     let _ = writeln!(out, "|{}", " --- |".repeat(COLUMNS.len()));
-    for t in chosen {
+    for t in &chosen {
         out.push_str(&row(t));
         out.push('\n');
     }
@@ -232,7 +231,9 @@ mod tests {
             Some("1 tenant · capacity 10 % · 1 thread · closed loop")
         );
         let mut none = r.clone();
-        none.records.iter_mut().for_each(|x| x.workload = "manifest_get".into());
+        none.records
+            .iter_mut()
+            .for_each(|x| x.workload = "manifest_get".into());
         assert_eq!(trace_table(&none, TableScope::Every), None);
         Ok(())
     }
