@@ -4,6 +4,7 @@
 //! column sized from their text, so no text overlaps a bar or another text.
 
 use crate::axis::{self, Axis, Scale, BREAK_AT_SHARE};
+pub(crate) use crate::axis::{Reference, ValueAxis, ValueKind};
 use crate::format::{self, fit_text, split_label, text_width, wrap};
 use crate::svg::{Anchor, Svg, TextStyle, Theme};
 
@@ -24,28 +25,6 @@ const LINE_H: f64 = 17.0;
 const MAX_LABEL_COL: f64 = 280.0;
 const MAX_VALUE_COL: f64 = 300.0;
 const MIN_VALUE_COL: f64 = 40.0;
-
-/// What the values are.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum ValueKind {
-    /// Nanoseconds.
-    Time,
-    /// A dimensionless ratio.
-    Ratio,
-    /// A share of a whole (a hit rate), from 0 to 1, drawn on a 0 to 100 % axis.
-    Share,
-}
-
-/// A vertical reference line with a caption on each side.
-#[derive(Debug, Clone)]
-pub(crate) struct Reference {
-    /// Where the line is.
-    pub value: f64,
-    /// Caption left of the line.
-    pub left: String,
-    /// Caption right of the line.
-    pub right: String,
-}
 
 /// A row's content.
 #[derive(Debug, Clone)]
@@ -112,39 +91,6 @@ pub(crate) struct Section {
     pub header: Option<String>,
     /// The bars.
     pub rows: Vec<Row>,
-}
-
-/// A chart's value axis: what the values are and how the axis is laid out.
-#[derive(Debug, Clone)]
-pub(crate) struct ValueAxis {
-    /// Axis title: what the values are. The unit (linear time axes) or ", log scale"
-    /// is added, then `better` in parentheses.
-    pub title: String,
-    /// Values the axis must include.
-    pub include: Vec<f64>,
-    /// Optional reference line.
-    pub reference: Option<Reference>,
-    /// What the values are.
-    pub kind: ValueKind,
-    /// Which way is better, e.g. "lower is better".
-    pub better: String,
-    /// Always use a log axis.
-    pub force_log: bool,
-}
-
-impl ValueAxis {
-    /// Times per operation where lower is better, on the axis the values call for
-    /// (linear, broken or log) with no reference line: every chart but the headline ratio.
-    pub(crate) fn times(title: &str) -> ValueAxis {
-        ValueAxis {
-            title: title.to_string(),
-            include: vec![],
-            reference: None,
-            kind: ValueKind::Time,
-            better: "lower is better".to_string(),
-            force_log: false,
-        }
-    }
 }
 
 /// A whole chart, independent of theme.

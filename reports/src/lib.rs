@@ -30,6 +30,7 @@ mod svg;
 mod testing;
 mod trace;
 mod trace_charts;
+mod trace_hit_rate;
 mod trace_table;
 
 pub use atomic::write_atomically;

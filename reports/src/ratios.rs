@@ -317,4 +317,21 @@ mod tests {
         );
         assert!(t.contains("run 3: commit c"), "{t}");
     }
+
+    #[test]
+    fn the_trace_ratio_compares_one_thread_closed_loop_replays() {
+        use crate::testing::{trace_record, trace_results};
+        let mut eight = trace_record("lmdb", "chained_probe", Some(10), 8);
+        eight.ns_per_op.mean = 1.0;
+        let runs = [trace_results(vec![
+            trace_record("aimeta", "path_native", Some(10), 1),
+            trace_record("lmdb", "chained_probe", Some(10), 1),
+            eight,
+        ])];
+        let rows = ratio_rows(&runs);
+        assert_eq!(rows.len(), 1, "{rows:?}");
+        assert!(rows[0].what.starts_with("request time"), "{rows:?}");
+        // 28 µs ÷ 56 µs, not ÷ the 8-thread replay's 1 ns.
+        assert_eq!(rows[0].median(), 0.5);
+    }
 }

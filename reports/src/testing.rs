@@ -143,3 +143,38 @@ pub(crate) fn trace_results(records: Vec<crate::Record>) -> crate::Results {
         records,
     }
 }
+
+const TOO_LONG: &str = "the trace's longest path key is 1,740 bytes, over lmdb's 511";
+
+/// Trace replays: lmdb's path design unsupported (one record without stats, one with), and
+/// replays the featured chart must leave out: 8 threads, open loop, no limit.
+pub(crate) fn trace_mix() -> crate::Results {
+    let unsupported = |variant: &str, stats: bool| {
+        let mut r = trace_record("lmdb", variant, Some(10), 1);
+        r.status = crate::Status::Unsupported;
+        r.note = Some(TOO_LONG.to_string());
+        if !stats {
+            r.trace = None;
+        }
+        r
+    };
+    let mut eight = trace_record("aimeta", "path_native", Some(10), 8);
+    eight.ns_per_op.mean = 1.0;
+    let mut open = trace_record("aimeta", "path_native", Some(10), 1);
+    open.ns_per_op.mean = 2.0;
+    if let Some(t) = open.trace.as_mut() {
+        t.open_loop_rate = Some(2_000.0);
+    }
+    trace_results(vec![
+        trace_record("aimeta", "path_native", Some(10), 1),
+        trace_record("aimeta", "path_bisect", Some(10), 1),
+        trace_record("aimeta", "chained_probe", Some(10), 1),
+        unsupported("path_predecessor_seek", false),
+        unsupported("path_bisect", true),
+        trace_record("lmdb", "chained_probe", Some(10), 1),
+        trace_record("lmdb", "chained_probe", Some(50), 1),
+        trace_record("lmdb", "chained_probe", None, 1),
+        eight,
+        open,
+    ])
+}

@@ -3,15 +3,16 @@
 //! capacity, and lookup latency percentiles. None is drawn when the results hold no
 //! `kvcache_trace` record.
 
-use crate::chart::{Cell, Chart, Row, Section, Tail, ValueAxis, ValueKind};
+use crate::chart::{Cell, Chart, Row, Section, Tail, ValueAxis};
 use crate::format;
 use crate::order::{self, engine_colour};
 use crate::results::{Record, Results, Status};
 use crate::rows::{missing_text, record_row, subtitle};
 use crate::trace::{
     at_setting, capacity_label, featured, split_variant, tenants_label, threads_label,
-    trace_records, KeyDesign, LoopMode, Setting, Shape, TraceRecord,
+    trace_records, KeyDesign, Setting, TraceRecord,
 };
+use crate::trace_hit_rate;
 
 /// File stems of the trace charts, in the order they are shown.
 pub(crate) const STEMS: [&str; 3] = [
@@ -19,10 +20,6 @@ pub(crate) const STEMS: [&str; 3] = [
     "trace_hit_rate",
     "trace_lookup_percentiles",
 ];
-
-/// Bar colour of the hit-rate chart: a property of the trace and capacity, not of an
-/// engine, so none of the engines' colours.
-const HIT_RATE_COLOUR: &str = "#79706e";
 
 /// The trace charts (empty without trace records).
 pub(crate) fn trace_charts(results: &Results) -> Vec<Chart> {
@@ -33,7 +30,7 @@ pub(crate) fn trace_charts(results: &Results) -> Vec<Chart> {
     let setting = featured(&records);
     vec![
         request_time(results, &records, setting),
-        hit_rate(results, &records),
+        trace_hit_rate::hit_rate(results, &records),
         lookup_percentiles(results, &records, setting),
     ]
 }
@@ -197,165 +194,6 @@ fn cmp_variant(a: &Record, b: &Record) -> std::cmp::Ordering {
     order::cmp_variant(a.variant.as_deref(), b.variant.as_deref())
 }
 
-/// The hit rate of the usable replays at one shape: per (threads, mode) group whether
-/// its replays agree, the group the bar shows (1 thread, closed loop where measured),
-/// and any replay whose engine count differs from the harness's model.
-struct ShapeHits<'a> {
-    shown: Option<&'a Record>,
-    disagreements: Vec<String>,
-    model_mismatches: Vec<String>,
-}
-
-fn shape_hits<'a>(records: &[TraceRecord<'a>], shape: Shape) -> ShapeHits<'a> {
-    let usable: Vec<(Setting, &Record)> = records
-        .iter()
-        .filter(|t| t.record.status == Status::Ok && t.record.trace.is_some())
-        .filter_map(|t| Some((t.setting?, t.record)))
-        .filter(|(s, _)| s.shape == shape)
-        .collect();
-    let mut groups: Vec<Setting> = Vec::new();
-    for (s, _) in &usable {
-        if !groups.contains(s) {
-            groups.push(*s);
-        }
-    }
-    let counts = |r: &Record| r.trace.as_ref().map(|t| (t.hits, t.blocks_requested));
-    let who = |r: &Record| {
-        let hits = r.trace.as_ref().map_or(0, |t| t.hits);
-        let v = r.variant.as_deref().unwrap_or("");
-        format!("{} {v} {}", r.engine, format::thousands(hits))
-    };
-    let mut disagreements = Vec::new();
-    for g in &groups {
-        let members: Vec<&Record> = usable
-            .iter()
-            .filter(|(s, _)| s == g)
-            .map(|(_, r)| *r)
-            .collect();
-        let first = members.first().and_then(|r| counts(r));
-        if members.iter().any(|r| counts(r) != first) {
-            let list: Vec<String> = members.iter().map(|r| who(r)).collect();
-            disagreements.push(format!("{}: {}", g.label(), list.join(", ")));
-        }
-    }
-    let model_mismatches = usable
-        .iter()
-        .filter_map(|(s, r)| {
-            let t = r.trace.as_ref()?;
-            (t.hits != t.model_hits).then(|| {
-                format!(
-                    "{} {} at {}: engine {}, model {}",
-                    r.engine,
-                    r.variant.as_deref().unwrap_or(""),
-                    s.label(),
-                    format::thousands(t.hits),
-                    format::thousands(t.model_hits)
-                )
-            })
-        })
-        .collect();
-    let preferred = |s: &Setting| (s.mode != LoopMode::Closed, s.threads != 1, s.threads);
-    let shown = usable
-        .iter()
-        .min_by(|a, b| preferred(&a.0).cmp(&preferred(&b.0)).then(a.0.cmp(&b.0)))
-        .map(|(_, r)| *r);
-    ShapeHits {
-        shown,
-        disagreements,
-        model_mismatches,
-    }
-}
-
-/// (b) The hit rate at each capacity, one section per tenant count.
-fn hit_rate(results: &Results, records: &[TraceRecord<'_>]) -> Chart {
-    let mut shapes: Vec<Shape> = Vec::new();
-    for s in records.iter().filter_map(|t| t.setting) {
-        if !shapes.contains(&s.shape) {
-            shapes.push(s.shape);
-        }
-    }
-    shapes.sort_by(|a, b| a.cmp(b));
-    let mut tenants: Vec<u32> = shapes.iter().map(|s| s.tenants).collect();
-    tenants.dedup();
-    let mut footnotes = vec![
-        "Blocks found cached by the lookups ÷ blocks requested. Every engine and key design \
-         gets the same count (the harness checks each replay against its own cache model); \
-         bars show the 1-thread closed-loop replays where measured."
-            .to_string(),
-    ];
-    let mut sections = Vec::new();
-    for n in tenants {
-        let mut rows = Vec::new();
-        for shape in shapes.iter().copied().filter(|s| s.tenants == n) {
-            let hits = shape_hits(records, shape);
-            let stats = hits.shown.and_then(|r| r.trace.as_ref());
-            let mut label = capacity_label(shape.capacity_percent);
-            if let Some(blocks) = stats.and_then(|t| t.capacity_blocks) {
-                label.push_str(&format!(" ({} blocks)", format::thousands(blocks)));
-            }
-            let (cell, mut annotation) = match stats {
-                Some(t) => (
-                    Cell::Value(t.hit_rate),
-                    format!(
-                        "{} of {} blocks",
-                        format::thousands(t.hits),
-                        format::thousands(t.blocks_requested)
-                    ),
-                ),
-                None => {
-                    let first = records
-                        .iter()
-                        .find(|t| t.setting.is_some_and(|s| s.shape == shape));
-                    let why = first.map_or_else(|| "N/A".to_string(), |t| missing_text(t.record));
-                    (Cell::Missing(why), String::new())
-                }
-            };
-            if !hits.disagreements.is_empty() || !hits.model_mismatches.is_empty() {
-                annotation.push_str(" · ENGINES DISAGREE: see the note below");
-            }
-            for d in &hits.disagreements {
-                footnotes.push(format!(
-                    "Engines disagree on the hits at {d}; this should never happen."
-                ));
-            }
-            for m in &hits.model_mismatches {
-                footnotes.push(format!("Hits differ from the harness's model: {m}."));
-            }
-            rows.push(Row {
-                what: format!("hit rate, {}, capacity {label}", tenants_label(n)),
-                label,
-                colour: HIT_RATE_COLOUR,
-                faded: false,
-                cell,
-                annotation: Some(annotation).filter(|a| !a.is_empty()),
-                tails: vec![],
-            });
-        }
-        sections.push(Section {
-            header: Some(tenants_label(n)),
-            rows,
-        });
-    }
-    let value_axis = ValueAxis {
-        title: "hit rate: blocks found cached ÷ blocks requested".to_string(),
-        include: vec![],
-        reference: None,
-        kind: ValueKind::Share,
-        better: "higher is better".to_string(),
-        force_log: false,
-    };
-    let mut sub = subtitle(results);
-    sub.push("Mooncake trace; capacity as a share of the replay's distinct blocks".to_string());
-    Chart::new(
-        STEMS[1],
-        "Hit rate against capacity".to_string(),
-        sub,
-        value_axis,
-        sections,
-        footnotes,
-    )
-}
-
 /// (c) The lookups' p50, p99 and p99.9 per engine and variant, at the featured setting.
 fn lookup_percentiles(
     results: &Results,
@@ -463,42 +301,9 @@ fn percentile_row(r: &Record) -> Row {
 mod tests {
     use super::*;
     use crate::svg::LIGHT;
-    use crate::testing::{assert_contains_all, trace_record as rec, trace_results, TestResult};
-
-    const TOO_LONG: &str = "the trace's longest path key is 1,740 bytes, over lmdb's 511";
-
-    /// lmdb's path design unsupported (one record without stats, one with), and
-    /// replays the featured chart must leave out: 8 threads, open loop, no limit.
-    fn mixed() -> Results {
-        let unsupported = |variant: &str, stats: bool| {
-            let mut r = rec("lmdb", variant, Some(10), 1);
-            r.status = Status::Unsupported;
-            r.note = Some(TOO_LONG.to_string());
-            if !stats {
-                r.trace = None;
-            }
-            r
-        };
-        let mut eight = rec("aimeta", "path_native", Some(10), 8);
-        eight.ns_per_op.mean = 1.0;
-        let mut open = rec("aimeta", "path_native", Some(10), 1);
-        open.ns_per_op.mean = 2.0;
-        if let Some(t) = open.trace.as_mut() {
-            t.open_loop_rate = Some(2_000.0);
-        }
-        trace_results(vec![
-            rec("aimeta", "path_native", Some(10), 1),
-            rec("aimeta", "path_bisect", Some(10), 1),
-            rec("aimeta", "chained_probe", Some(10), 1),
-            unsupported("path_predecessor_seek", false),
-            unsupported("path_bisect", true),
-            rec("lmdb", "chained_probe", Some(10), 1),
-            rec("lmdb", "chained_probe", Some(50), 1),
-            rec("lmdb", "chained_probe", None, 1),
-            eight,
-            open,
-        ])
-    }
+    use crate::testing::{
+        assert_contains_all, trace_mix, trace_record as rec, trace_results, TestResult,
+    };
 
     fn chart(results: &Results, stem: &str) -> Result<String, String> {
         trace_charts(results)
@@ -510,7 +315,7 @@ mod tests {
 
     #[test]
     fn request_time_shows_each_design_at_the_featured_setting() -> TestResult {
-        let svg = chart(&mixed(), STEMS[0])?;
+        let svg = chart(&trace_mix(), STEMS[0])?;
         let needles = [
             ">Per-request time on the Mooncake trace</text>",
             "Mooncake trace: 1 tenant · capacity 10 % (18,279 blocks) · 1 thread · closed loop",
@@ -533,60 +338,8 @@ mod tests {
     }
 
     #[test]
-    fn hit_rates_per_capacity_and_tenants_agree() -> TestResult {
-        let mut results = mixed();
-        let mut four = rec("aimeta", "chained_probe", Some(10), 1);
-        four.dataset = "mooncake_x4_cap10".into();
-        if let Some(t) = four.trace.as_mut() {
-            (t.tenants, t.hits, t.model_hits, t.hit_rate) = (4, 72_125, 72_125, 0.25);
-        }
-        // An 8-thread replay may interleave tenants otherwise: not a disagreement.
-        if let Some(t) = results.records[8].trace.as_mut() {
-            (t.hits, t.model_hits) = (t.hits - 1, t.model_hits - 1);
-        }
-        results.records.push(four);
-        let svg = chart(&results, STEMS[1])?;
-        let needles = [
-            ">1 tenant</text>",
-            ">4 tenants</text>",
-            ">10 % (18,279 blocks)</text>",
-            ">50 % (91,395 blocks)</text>",
-            ">unlimited</text>",
-            ">14.2 % · 41,000 of 288,500 blocks</text>",
-            ">36.6 % · 105,710 of 288,500 blocks</text>",
-            ">25.0 % · 72,125 of 288,500 blocks</text>",
-            "hit rate: blocks found cached ÷ blocks requested (higher is better)",
-            ">100 %</text>",
-        ];
-        assert_contains_all(&svg, &needles);
-        assert!(!svg.contains("DISAGREE") && !svg.contains("disagree on"));
-        Ok(())
-    }
-
-    #[test]
-    fn engines_that_disagree_on_the_hit_rate_are_flagged() -> TestResult {
-        let mut results = mixed();
-        if let Some(t) = results.records[5].trace.as_mut() {
-            t.hits -= 1;
-        }
-        if let Some(t) = results.records[6].trace.as_mut() {
-            t.model_hits += 1;
-        }
-        let svg = chart(&results, STEMS[1])?;
-        let needles = [
-            "ENGINES DISAGREE: see the note below",
-            "Engines disagree on the hits at 1 tenant",
-            "lmdb chained_probe 40,999",
-            "model: lmdb chained_probe at 1 tenant · capacity 50 %",
-            "engine 98,000, model 98,001",
-        ];
-        assert_contains_all(&svg, &needles);
-        Ok(())
-    }
-
-    #[test]
     fn lookup_percentiles_per_engine_and_variant() -> TestResult {
-        let svg = chart(&mixed(), STEMS[2])?;
+        let svg = chart(&trace_mix(), STEMS[2])?;
         let needles = [
             ">path · native</text>",
             ">path · bisect</text>",
