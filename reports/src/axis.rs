@@ -1,6 +1,7 @@
-//! Choosing a chart's value axis: linear from zero, linear with an axis break when one
-//! bar dwarfs the rest, or logarithmic when the values span too many orders of magnitude
-//! for the small bars to be read on a linear axis.
+//! A chart's value axis: what its values are (`ValueAxis`), and choosing its layout:
+//! linear from zero, linear with an axis break when one bar dwarfs the rest, or
+//! logarithmic when the values span too many orders of magnitude for the small bars to be
+//! read on a linear axis (shares always span 0 to 100 %).
 
 /// A bar more than this many times the second largest is cut at an axis break.
 pub(crate) const OUTLIER_FACTOR: f64 = 4.0;
@@ -38,6 +39,61 @@ pub(crate) struct Axis {
     pub cut: bool,
     /// Tick values, ascending, all within [lo, hi].
     pub ticks: Vec<f64>,
+}
+
+/// What the values are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ValueKind {
+    /// Nanoseconds.
+    Time,
+    /// A dimensionless ratio.
+    Ratio,
+    /// A share of a whole (a hit rate), from 0 to 1, drawn on a 0 to 100 % axis.
+    Share,
+}
+
+/// A vertical reference line with a caption on each side.
+#[derive(Debug, Clone)]
+pub(crate) struct Reference {
+    /// Where the line is.
+    pub value: f64,
+    /// Caption left of the line.
+    pub left: String,
+    /// Caption right of the line.
+    pub right: String,
+}
+
+/// A chart's value axis: what the values are and how the axis is laid out.
+#[derive(Debug, Clone)]
+pub(crate) struct ValueAxis {
+    /// Axis title: what the values are. The unit (linear time axes) or ", log scale"
+    /// is added, then `better` in parentheses.
+    pub title: String,
+    /// Values the axis must include.
+    pub include: Vec<f64>,
+    /// Optional reference line.
+    pub reference: Option<Reference>,
+    /// What the values are.
+    pub kind: ValueKind,
+    /// Which way is better, e.g. "lower is better".
+    pub better: String,
+    /// Always use a log axis.
+    pub force_log: bool,
+}
+
+impl ValueAxis {
+    /// Times per operation where lower is better, on the axis the values call for
+    /// (linear, broken or log) with no reference line: every chart but the headline ratio.
+    pub(crate) fn times(title: &str) -> ValueAxis {
+        ValueAxis {
+            title: title.to_string(),
+            include: vec![],
+            reference: None,
+            kind: ValueKind::Time,
+            better: "lower is better".to_string(),
+            force_log: false,
+        }
+    }
 }
 
 /// 1, 2 or 5 times a power of ten, at least `x`.
@@ -159,6 +215,12 @@ pub(crate) fn plan(values: &[f64], force_log: bool, include: &[f64]) -> Axis {
     linear(rest_max, cut)
 }
 
+/// The axis of shares (hit rates): linear from 0 to 1 whatever the values, so that
+/// shares are read against the whole.
+pub(crate) fn share() -> Axis {
+    linear(1.0, false)
+}
+
 impl Axis {
     /// Position of `v` as a share of the plot width, and whether the bar is cut. Values
     /// past a break map to 1.0; values outside the domain are clamped.
@@ -236,6 +298,18 @@ mod tests {
         assert!(a.lo <= 0.15 && a.hi >= 1.0);
         assert!(a.ticks.contains(&1.0));
         assert!(a.ticks.windows(2).all(|w| w[0] < w[1]));
+        Ok(())
+    }
+
+    #[test]
+    fn shares_span_zero_to_one() -> TestResult {
+        let a = share();
+        assert_eq!(
+            (a.scale, a.lo, a.hi, a.cut),
+            (Scale::Linear, 0.0, 1.0, false)
+        );
+        assert_eq!(a.ticks.len(), 6);
+        assert_eq!(a.position(0.5), (0.5, false));
         Ok(())
     }
 

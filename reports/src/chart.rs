@@ -4,6 +4,7 @@
 //! column sized from their text, so no text overlaps a bar or another text.
 
 use crate::axis::{self, Axis, Scale, BREAK_AT_SHARE};
+pub(crate) use crate::axis::{Reference, ValueAxis, ValueKind};
 use crate::format::{self, fit_text, split_label, text_width, wrap};
 use crate::svg::{Anchor, Svg, TextStyle, Theme};
 
@@ -25,26 +26,6 @@ const MAX_LABEL_COL: f64 = 280.0;
 const MAX_VALUE_COL: f64 = 300.0;
 const MIN_VALUE_COL: f64 = 40.0;
 
-/// What the values are.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum ValueKind {
-    /// Nanoseconds.
-    Time,
-    /// A dimensionless ratio.
-    Ratio,
-}
-
-/// A vertical reference line with a caption on each side.
-#[derive(Debug, Clone)]
-pub(crate) struct Reference {
-    /// Where the line is.
-    pub value: f64,
-    /// Caption left of the line.
-    pub left: String,
-    /// Caption right of the line.
-    pub right: String,
-}
-
 /// A row's content.
 #[derive(Debug, Clone)]
 pub(crate) enum Cell {
@@ -52,6 +33,16 @@ pub(crate) enum Cell {
     Value(f64),
     /// No value; the text says why.
     Missing(String),
+}
+
+/// A larger value of the same row (a tail percentile), drawn as a lighter bar behind the
+/// row's own and printed after its value with its name.
+#[derive(Debug, Clone)]
+pub(crate) struct Tail {
+    /// What the value is, e.g. "p99".
+    pub name: &'static str,
+    /// The value.
+    pub value: f64,
 }
 
 /// One bar.
@@ -69,6 +60,28 @@ pub(crate) struct Row {
     pub annotation: Option<String>,
     /// Tooltip prefix: what the bar is.
     pub what: String,
+    /// Larger values drawn lighter behind the bar (only with a `Cell::Value`).
+    pub tails: Vec<Tail>,
+}
+
+impl Row {
+    /// The row's value and its tails' values.
+    fn extents(&self) -> Vec<f64> {
+        match self.cell {
+            Cell::Value(v) => std::iter::once(v)
+                .chain(self.tails.iter().map(|t| t.value))
+                .collect(),
+            Cell::Missing(_) => Vec::new(),
+        }
+    }
+
+    /// The largest of the row's value and its tails, when it has a value.
+    fn extent(&self) -> Option<f64> {
+        self.extents()
+            .into_iter()
+            .filter(|v| v.is_finite())
+            .reduce(f64::max)
+    }
 }
 
 /// Rows under an optional heading.
@@ -78,39 +91,6 @@ pub(crate) struct Section {
     pub header: Option<String>,
     /// The bars.
     pub rows: Vec<Row>,
-}
-
-/// A chart's value axis: what the values are and how the axis is laid out.
-#[derive(Debug, Clone)]
-pub(crate) struct ValueAxis {
-    /// Axis title: what the values are. The unit (linear time axes) or ", log scale"
-    /// is added, then `better` in parentheses.
-    pub title: String,
-    /// Values the axis must include.
-    pub include: Vec<f64>,
-    /// Optional reference line.
-    pub reference: Option<Reference>,
-    /// What the values are.
-    pub kind: ValueKind,
-    /// Which way is better, e.g. "lower is better".
-    pub better: String,
-    /// Always use a log axis.
-    pub force_log: bool,
-}
-
-impl ValueAxis {
-    /// Times per operation where lower is better, on the axis the values call for
-    /// (linear, broken or log) with no reference line: every chart but the headline ratio.
-    pub(crate) fn times(title: &str) -> ValueAxis {
-        ValueAxis {
-            title: title.to_string(),
-            include: vec![],
-            reference: None,
-            kind: ValueKind::Time,
-            better: "lower is better".to_string(),
-            force_log: false,
-        }
-    }
 }
 
 /// A whole chart, independent of theme.
@@ -151,12 +131,7 @@ impl Chart {
     }
 
     fn values(&self) -> Vec<f64> {
-        self.rows()
-            .filter_map(|r| match r.cell {
-                Cell::Value(v) => Some(v),
-                Cell::Missing(_) => None,
-            })
-            .collect()
+        self.rows().flat_map(Row::extents).collect()
     }
 
     fn rows(&self) -> impl Iterator<Item = &Row> {
@@ -166,19 +141,26 @@ impl Chart {
     /// The axis this chart is drawn on.
     pub(crate) fn axis(&self) -> Axis {
         let v = &self.value_axis;
-        axis::plan(&self.values(), v.force_log, &v.include)
+        match v.kind {
+            ValueKind::Share => axis::share(),
+            ValueKind::Time | ValueKind::Ratio => {
+                axis::plan(&self.values(), v.force_log, &v.include)
+            }
+        }
     }
 
     fn format_value(&self, v: f64) -> String {
         match self.value_axis.kind {
             ValueKind::Time => format::duration(v),
             ValueKind::Ratio => format::ratio(v),
+            ValueKind::Share => format::percent(v),
         }
     }
 
     fn tick_label(&self, axis: &Axis, t: f64) -> String {
         match (self.value_axis.kind, axis.scale) {
             (ValueKind::Ratio, _) => format::ratio_tick(t),
+            (ValueKind::Share, _) => format::percent_tick(t),
             (ValueKind::Time, Scale::Log) => format::duration_log_tick(t),
             (ValueKind::Time, Scale::Linear) => format::duration_tick(t, axis.hi),
         }
@@ -190,7 +172,10 @@ impl Chart {
             return None;
         };
         let mut s = self.format_value(v);
-        if axis.position(v).1 {
+        for t in &row.tails {
+            s.push_str(&format!(" · {} {}", t.name, self.format_value(t.value)));
+        }
+        if row.extent().is_some_and(|e| axis.position(e).1) {
             s.push_str(" (bar cut)");
         }
         if let Some(a) = &row.annotation {
@@ -210,7 +195,7 @@ impl Chart {
                     let unit = format::time_unit(axis.hi).1;
                     format!("{} in {unit} ({})", title, better)
                 }
-                ValueKind::Ratio => format!("{} ({})", title, better),
+                ValueKind::Ratio | ValueKind::Share => format!("{} ({})", title, better),
             },
         }
     }
@@ -229,10 +214,7 @@ impl Chart {
         let avail = WIDTH - PAD - left;
         let plot_w = self
             .rows()
-            .filter_map(|r| match r.cell {
-                Cell::Value(v) => Some((axis.position(v).0, self.value_label(r, &axis)?)),
-                Cell::Missing(_) => None,
-            })
+            .filter_map(|r| Some((axis.position(r.extent()?).0, self.value_label(r, &axis)?)))
             .filter(|(share, _)| *share > 0.0)
             .map(|(share, label)| (avail - 8.0 - text_width(&label, VALUE_SIZE, false)) / share)
             .fold(avail - MIN_VALUE_COL, f64::min)
@@ -394,18 +376,31 @@ impl Chart {
                 svg.text(left + 4.0, base, style, &text);
             }
             Cell::Value(v) => {
-                let (share, cut) = axis.position(*v);
                 let plot_w = right - left;
-                let mut w = share * plot_w;
-                if *v > 0.0 {
-                    w = w.max(1.5);
+                let width = |v: f64| {
+                    let w = axis.position(v).0 * plot_w;
+                    if v > 0.0 {
+                        w.max(1.5)
+                    } else {
+                        w
+                    }
+                };
+                // Longest tail first, so each shorter bar is drawn over the longer ones.
+                let mut tails: Vec<&Tail> = row.tails.iter().collect();
+                tails.sort_by(|a, b| b.value.total_cmp(&a.value));
+                for t in tails {
+                    let tip = format!("{} {}: {}", row.what, t.name, self.format_value(t.value));
+                    svg.faded_rect(left, bar_y, width(t.value), BAR_H, row.colour, &tip);
                 }
+                let w = width(*v);
                 let tip = format!("{}: {}", row.what, self.format_value(*v));
                 if row.faded {
                     svg.faded_rect(left, bar_y, w, BAR_H, row.colour, &tip);
                 } else {
                     svg.rect(left, bar_y, w, BAR_H, row.colour, Some(&tip));
                 }
+                let extent = row.extent().unwrap_or(*v);
+                let (cut, w) = (axis.position(extent).1, width(extent).max(w));
                 if cut {
                     break_glyph(
                         svg,
@@ -473,6 +468,7 @@ mod tests {
             cell,
             annotation: None,
             what: label.into(),
+            tails: vec![],
         }
     }
 
@@ -523,6 +519,52 @@ mod tests {
             .render(&DARK)
             .contains("mean time per operation, log scale (lower is better)"));
         assert!(c.render(&DARK).contains("#0d1117"));
+        Ok(())
+    }
+
+    #[test]
+    fn tails_are_drawn_behind_and_printed_after_the_value() -> TestResult {
+        let mut c = chart(&[1000.0, 2000.0]);
+        c.sections[0].rows[0].tails = vec![
+            Tail {
+                name: "p99",
+                value: 3000.0,
+            },
+            Tail {
+                name: "p99.9",
+                value: 4000.0,
+            },
+        ];
+        let svg = c.render(&LIGHT);
+        let needles = [
+            ">1.00 µs · p99 3.00 µs · p99.9 4.00 µs</text>",
+            "<title>engine0 p99.9: 4.00 µs</title>",
+            "<title>engine0 p99: 3.00 µs</title>",
+        ];
+        assert_contains_all(&svg, &needles);
+        // The longest tail comes first, so the shorter bars are drawn over it.
+        let at = |n: &str| svg.find(n).unwrap_or(usize::MAX);
+        assert!(at("engine0 p99.9:") < at("engine0 p99:"));
+        assert!(at("engine0 p99:") < at("<title>engine0: 1.00 µs"));
+        // The axis reaches the longest tail.
+        assert!(c.axis().hi >= 4000.0, "{:?}", c.axis());
+        Ok(())
+    }
+
+    #[test]
+    fn shares_are_percentages_on_a_whole_axis() -> TestResult {
+        let mut c = chart(&[0.366, 0.05]);
+        c.value_axis.kind = ValueKind::Share;
+        c.value_axis.better = "higher is better".into();
+        c.value_axis.title = "hit rate".into();
+        let svg = c.render(&LIGHT);
+        let needles = [
+            ">36.6 %</text>",
+            ">100 %</text>",
+            ">hit rate (higher is better)</text>",
+        ];
+        assert_contains_all(&svg, &needles);
+        assert!(!svg.contains("log scale"));
         Ok(())
     }
 

@@ -1,5 +1,6 @@
-//! The charts made from a results file: one per workload, plus the story charts (see
-//! `stories`). Each is rendered in a light and a dark theme.
+//! The charts made from a results file: the story charts (the trace charts of
+//! `trace_charts` first, then those of `stories`), then one per workload. Each is
+//! rendered in a light and a dark theme.
 
 use crate::chart::{Chart, Section, ValueAxis};
 use crate::order;
@@ -7,6 +8,8 @@ use crate::results::Results;
 use crate::rows::{dataset_header, engine_label, file_stem, full_frame_note, record_row, subtitle};
 use crate::stories;
 use crate::svg::THEMES;
+use crate::trace::TRACE_WORKLOAD;
+use crate::trace_charts;
 
 /// One chart, rendered in both themes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -24,19 +27,24 @@ pub struct RenderedChart {
     pub dark: String,
 }
 
-/// Renders every chart for `results`: the three story charts (aimeta versus LMDB, the
-/// scan cliff, longest-prefix lookup variants), then one chart per workload, in a stable
-/// order.
+/// Renders every chart for `results`: the story charts, that is the three trace charts
+/// when there are `kvcache_trace` records (per-request time, hit rate against capacity,
+/// lookup percentiles: the closest to real use, so first), then aimeta versus LMDB, the
+/// scan cliff and the longest-prefix lookup variants; then one chart per workload but
+/// the trace (whose records vary in more than engine and data set, which the trace
+/// charts and results.md show), in a stable order.
 pub fn render_charts(results: &Results) -> Vec<RenderedChart> {
-    let stories = [
+    let mut stories = trace_charts::trace_charts(results);
+    stories.extend([
         stories::headline(results),
         stories::scan_cliff(results),
         stories::lpm_variants(results),
-    ];
+    ]);
     let story_stems: Vec<String> = stories.iter().map(|c| c.stem.clone()).collect();
     let workloads = results
         .workloads()
         .into_iter()
+        .filter(|w| *w != TRACE_WORKLOAD)
         .map(|w| workload_chart(results, w, &story_stems));
     stories
         .iter()
@@ -93,4 +101,35 @@ fn workload_chart(results: &Results, workload: &str, reserved: &[String]) -> Cha
         sections,
         footnotes,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::{trace_record, trace_results, TestResult};
+
+    #[test]
+    fn trace_charts_come_first_and_the_trace_gets_no_workload_chart() -> TestResult {
+        let mut get = trace_record("aimeta", "path_native", None, 1);
+        (get.workload, get.dataset, get.variant, get.trace) =
+            ("manifest_get".into(), "manifest_fits".into(), None, None);
+        let results = trace_results(vec![
+            trace_record("aimeta", "path_native", Some(10), 1),
+            trace_record("lmdb", "chained_probe", Some(10), 1),
+            get,
+        ]);
+        let charts = render_charts(&results);
+        let stems: Vec<(&str, bool)> = charts.iter().map(|c| (c.stem.as_str(), c.story)).collect();
+        let want = [
+            ("trace_request_time", true),
+            ("trace_hit_rate", true),
+            ("trace_lookup_percentiles", true),
+            ("aimeta_vs_lmdb", true),
+            ("scan_cliff", true),
+            ("lpm_variants", true),
+            ("manifest_get", false),
+        ];
+        assert_eq!(stems, want);
+        Ok(())
+    }
 }

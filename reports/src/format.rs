@@ -99,6 +99,19 @@ pub(crate) fn ratio(r: f64) -> String {
     format!("{r:.d$}×")
 }
 
+/// A share (0 to 1) as a percentage: "36.6 %", "5.20 %", "100 %".
+pub(crate) fn percent(share: f64) -> String {
+    if !share.is_finite() {
+        return "N/A".to_string();
+    }
+    format!("{} %", sig3(share * 100.0))
+}
+
+/// A tick label on a share axis: "0 %", "20 %".
+pub(crate) fn percent_tick(share: f64) -> String {
+    format!("{} %", trim_num(share * 100.0, 1))
+}
+
 /// A tick label on a ratio axis.
 pub(crate) fn ratio_tick(r: f64) -> String {
     format!("{}×", trim_num(r, 3))
@@ -282,6 +295,12 @@ mod tests {
     #[test]
     fn ratios_bytes_and_numbers() -> TestResult {
         assert_formats(ratio, &[(0.4234, "0.42×"), (3.04, "3.0×"), (12.4, "12×")]);
+        let shares = [(0.36641, "36.6 %"), (0.052, "5.20 %"), (1.0, "100 %")];
+        assert_formats(percent, &shares);
+        assert_formats(
+            percent_tick,
+            &[(0.0, "0 %"), (0.2, "20 %"), (0.125, "12.5 %")],
+        );
         assert_formats(ratio_tick, &[(0.1, "0.1×")]);
         let mib = 1048576.0;
         assert_formats(

@@ -28,6 +28,10 @@ mod stories;
 mod svg;
 #[cfg(test)]
 mod testing;
+mod trace;
+mod trace_charts;
+mod trace_hit_rate;
+mod trace_table;
 
 pub use atomic::write_atomically;
 pub use charts::{render_charts, RenderedChart};

@@ -6,8 +6,10 @@ use std::cmp::Ordering;
 
 use crate::results::{Dataset, Record, Results, Status};
 
-/// Workloads in the order the report presents them.
-const WORKLOADS: [&str; 11] = [
+/// Workloads in the order the report presents them: the trace replay first, since it is
+/// the closest to real use.
+const WORKLOADS: [&str; 12] = [
+    "kvcache_trace",
     "manifest_scan",
     "manifest_get",
     "manifest_list",
@@ -37,10 +39,10 @@ const ENGINES: [(&str, &str); 7] = [
 const SPARE_COLOURS: [&str; 4] = ["#edc948", "#9c755f", "#ff9da7", "#bab0ac"];
 
 /// Data set families in the order the report presents them.
-const FAMILIES: [&str; 3] = ["manifest", "kvchain", "chain_graph"];
+const FAMILIES: [&str; 4] = ["kvcache_trace", "manifest", "kvchain", "chain_graph"];
 
 /// Variants in the order the report presents them (no variant first).
-const VARIANTS: [&str; 8] = [
+const VARIANTS: [&str; 14] = [
     "paged",
     "full_frame",
     "native",
@@ -49,6 +51,12 @@ const VARIANTS: [&str; 8] = [
     "predecessor_seek",
     "bisect",
     "bisect_full_frame",
+    "path_native",
+    "path_native_boundary",
+    "path_predecessor_seek",
+    "path_bisect",
+    "chained_probe",
+    "chained_bisect",
 ];
 
 /// The fill colour of `engine`'s bars, the same in every chart and both themes.
@@ -103,6 +111,7 @@ pub(crate) fn is_bug_repro(variant: Option<&str>) -> bool {
 /// A short description of a workload, for chart titles and table headings.
 pub(crate) fn workload_description(workload: &str) -> Option<&'static str> {
     Some(match workload {
+        "kvcache_trace" => "replay of a KV-cache request trace (lookup, insert, evict per request)",
         "manifest_scan" => "100 entries of a shard, with values",
         "manifest_get" => "get one manifest entry",
         "manifest_list" => "list 20 shard prefixes at '/'",
@@ -122,6 +131,7 @@ pub(crate) fn workload_description(workload: &str) -> Option<&'static str> {
 pub(crate) fn per_what(workload: &str) -> &'static str {
     match workload {
         "bulk_load" => "mean time per key loaded",
+        "kvcache_trace" => "mean time per request",
         "manifest_get_par8" => "mean time per operation per thread",
         _ => "mean time per operation",
     }
@@ -159,7 +169,40 @@ pub(crate) fn cmp_dataset(results: &Results, a: &str, b: &str) -> Ordering {
     family(a)
         .cmp(&family(b))
         .then_with(|| kind(a).cmp(&kind(b)))
-        .then_with(|| a.cmp(b))
+        .then_with(|| cmp_natural(a, b))
+}
+
+/// Orders names with their runs of digits compared as numbers, and a run of digits before
+/// any other text: `x4` before `x16`, `cap10` before `cap50` before `capall`.
+pub(crate) fn cmp_natural(a: &str, b: &str) -> Ordering {
+    let chunks = |s: &str| -> Vec<(bool, String)> {
+        let mut out: Vec<(bool, String)> = Vec::new();
+        for c in s.chars() {
+            let digit = c.is_ascii_digit();
+            match out.last_mut() {
+                Some((d, chunk)) if *d == digit => chunk.push(c),
+                _ => out.push((digit, c.to_string())),
+            }
+        }
+        out
+    };
+    let key = |(digit, chunk): &(bool, String)| {
+        // Digits first (false < true), as numbers: by length once leading zeros are gone.
+        let trimmed = chunk.trim_start_matches('0');
+        (
+            !digit,
+            if *digit { trimmed.len() } else { 0 },
+            trimmed.to_string(),
+        )
+    };
+    let (ca, cb) = (chunks(a), chunks(b));
+    for (x, y) in ca.iter().zip(&cb) {
+        let o = key(x).cmp(&key(y)).then_with(|| x.1.cmp(&y.1));
+        if o != Ordering::Equal {
+            return o;
+        }
+    }
+    ca.len().cmp(&cb.len()).then_with(|| a.cmp(b))
 }
 
 /// Orders records for presentation: workload, data set, engine, variant.
@@ -250,6 +293,40 @@ mod tests {
         assert_eq!(cmp_engine("postgres", "aaa"), Ordering::Less);
         assert_eq!(cmp_variant(None, Some("paged")), Ordering::Less);
         assert_eq!(cmp_variant(Some("native"), Some("bisect")), Ordering::Less);
+        assert_eq!(
+            cmp_variant(Some("path_bisect"), Some("chained_probe")),
+            Ordering::Less
+        );
+        assert_eq!(
+            cmp_workload("kvcache_trace", "manifest_scan"),
+            Ordering::Less
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn data_set_names_order_their_numbers_as_numbers() -> TestResult {
+        let mut names = [
+            "mooncake_x16_cap10",
+            "mooncake_x4_capall",
+            "mooncake_x4_cap50",
+            "mooncake_x4_cap10",
+            "mooncake_x4_cap100",
+        ];
+        names.sort_by(|a, b| cmp_natural(a, b));
+        let want = [
+            "mooncake_x4_cap10",
+            "mooncake_x4_cap50",
+            "mooncake_x4_cap100",
+            "mooncake_x4_capall",
+            "mooncake_x16_cap10",
+        ];
+        assert_eq!(names, want);
+        assert_eq!(
+            cmp_natural("manifest_beyond", "manifest_fits"),
+            Ordering::Less
+        );
+        assert_eq!(cmp_natural("x2_cap10", "x2_cap10"), Ordering::Equal);
         Ok(())
     }
 }

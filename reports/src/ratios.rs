@@ -5,6 +5,7 @@
 use std::fmt::Write as _;
 
 use crate::order::{self, is_bug_repro};
+use crate::trace::is_headline_setting;
 use crate::{Record, Results, Status};
 
 const ENGINE: &str = "aimeta";
@@ -34,13 +35,15 @@ fn ok_mean(r: &Record) -> Option<f64> {
     (r.status == Status::Ok && r.ns_per_op.mean > 0.0).then_some(r.ns_per_op.mean)
 }
 
-/// Mean of `engine`'s fastest real variant (bug reproductions left out).
+/// Mean of `engine`'s fastest real variant (bug reproductions left out; of the trace, the
+/// 1-thread closed-loop replays only).
 fn best(results: &Results, workload: &str, dataset: &str, engine: &str) -> Option<f64> {
     results
         .records
         .iter()
         .filter(|r| r.workload == workload && r.dataset == dataset && r.engine == engine)
         .filter(|r| !is_bug_repro(r.variant.as_deref()))
+        .filter(|r| is_headline_setting(r))
         .filter_map(ok_mean)
         .min_by(f64::total_cmp)
 }
@@ -107,6 +110,12 @@ fn ratios_of(workload: &str) -> Vec<Ratio> {
                 }),
             ),
         ],
+        "kvcache_trace" => vec![(
+            "request time (best design, 1 thread, closed loop) / lmdb's".into(),
+            Box::new(move |r: &Results, ds: &str| {
+                div(best(r, &w, ds, ENGINE), best(r, &w, ds, LMDB))
+            }),
+        )],
         "bulk_load" => vec![
             (
                 "time per key / lmdb's".into(),
@@ -307,5 +316,22 @@ mod tests {
             "{t}"
         );
         assert!(t.contains("run 3: commit c"), "{t}");
+    }
+
+    #[test]
+    fn the_trace_ratio_compares_one_thread_closed_loop_replays() {
+        use crate::testing::{trace_record, trace_results};
+        let mut eight = trace_record("lmdb", "chained_probe", Some(10), 8);
+        eight.ns_per_op.mean = 1.0;
+        let runs = [trace_results(vec![
+            trace_record("aimeta", "path_native", Some(10), 1),
+            trace_record("lmdb", "chained_probe", Some(10), 1),
+            eight,
+        ])];
+        let rows = ratio_rows(&runs);
+        assert_eq!(rows.len(), 1, "{rows:?}");
+        assert!(rows[0].what.starts_with("request time"), "{rows:?}");
+        // 28 µs ÷ 56 µs, not ÷ the 8-thread replay's 1 ns.
+        assert_eq!(rows[0].median(), 0.5);
     }
 }

@@ -6,6 +6,8 @@ use std::fmt::Write as _;
 use crate::charts::RenderedChart;
 use crate::format::{self, xml};
 use crate::results::Results;
+use crate::trace_charts::STEMS as TRACE_STEMS;
+use crate::trace_table::{featured_label, trace_table, TableScope};
 
 /// Marker that opens the generated section.
 pub const BEGIN_MARKER: &str = "<!-- performance:begin -->";
@@ -54,7 +56,26 @@ pub(crate) fn section(results: &Results, charts: &[RenderedChart], prefix: &str)
         );
         let _ = writeln!(out, "</picture>\n");
     };
-    for chart in charts.iter().filter(|c| c.story) {
+    // The trace charts first (the closest to real use), with their table folded below.
+    let is_trace = |c: &&RenderedChart| TRACE_STEMS.contains(&c.stem.as_str());
+    for chart in charts.iter().filter(|c| c.story).filter(is_trace) {
+        picture(&mut out, chart);
+    }
+    if let Some(table) = trace_table(results, TableScope::Featured) {
+        let setting = featured_label(results).unwrap_or_else(|| "every replay".to_string());
+        let _ = writeln!(
+            out,
+            "<details>\n<summary>The trace replay in numbers: {}</summary>\n",
+            xml(&setting)
+        );
+        out.push_str(&table);
+        let _ = writeln!(
+            out,
+            "\nEvery capacity, thread count and open-loop replay: \
+             [docs/benchmarks/results.md]({prefix}docs/benchmarks/results.md#kvcache_trace).\n\n</details>\n"
+        );
+    }
+    for chart in charts.iter().filter(|c| c.story && !is_trace(c)) {
         picture(&mut out, chart);
     }
     let workloads: Vec<&RenderedChart> = charts.iter().filter(|c| !c.story).collect();

@@ -124,6 +124,7 @@ pub(crate) fn record_row(r: &Record, label: String, faded: bool) -> Row {
         faded,
         cell: cell(r),
         annotation: None,
+        tails: vec![],
     }
 }
 

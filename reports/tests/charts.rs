@@ -8,10 +8,9 @@ mod support;
 use std::collections::BTreeSet;
 use std::error::Error;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use aimeta_reports::{engine_colour, render_report, ReportSummary, CHARTS_DIR};
-use resvg::{tiny_skia, usvg};
+use resvg::usvg;
 
 type TestResult = Result<(), Box<dyn Error>>;
 
@@ -226,69 +225,12 @@ fn rendering_is_deterministic() -> TestResult {
     Ok(())
 }
 
-/// Text boxes of a parsed chart (empty without fonts: text needs fonts to be laid out).
-fn text_boxes(group: &usvg::Group, out: &mut Vec<tiny_skia::Rect>) {
-    for node in group.children() {
-        match node {
-            usvg::Node::Group(g) => text_boxes(g, out),
-            usvg::Node::Text(t) => out.push(t.abs_bounding_box()),
-            _ => {}
-        }
-    }
-}
-
-/// Renders every chart to PNG (kept under the target directory for a look), and, when
-/// the system has fonts, checks that no two texts overlap and none leaves the canvas.
-fn render_pngs_and_check_text(charts: &[PathBuf], png_dir: &Path) -> TestResult {
-    let mut fontdb = usvg::fontdb::Database::new();
-    fontdb.load_system_fonts();
-    let have_fonts = !fontdb.is_empty();
-    let opt = usvg::Options {
-        fontdb: Arc::new(fontdb),
-        ..usvg::Options::default()
-    };
-    std::fs::create_dir_all(png_dir)?;
-    for path in charts {
-        let tree = usvg::Tree::from_str(&std::fs::read_to_string(path)?, &opt)?;
-        let size = tree.size().to_int_size();
-        let mut pixmap =
-            tiny_skia::Pixmap::new(size.width(), size.height()).ok_or("empty chart")?;
-        resvg::render(&tree, tiny_skia::Transform::default(), &mut pixmap.as_mut());
-        let name = path.file_name().ok_or("no name")?;
-        pixmap.save_png(png_dir.join(name).with_extension("png"))?;
-        if !have_fonts {
-            continue;
-        }
-        let mut boxes = Vec::new();
-        text_boxes(tree.root(), &mut boxes);
-        assert!(boxes.len() > 10, "{}: text was laid out", path.display());
-        let (w, h) = (tree.size().width(), tree.size().height());
-        for (i, a) in boxes.iter().enumerate() {
-            assert!(
-                a.left() >= 0.0 && a.top() >= 0.0 && a.right() <= w && a.bottom() <= h,
-                "{}: text outside the canvas at {a:?}",
-                path.display()
-            );
-            for b in &boxes[i + 1..] {
-                let overlap_x = a.right().min(b.right()) - a.left().max(b.left());
-                let overlap_y = a.bottom().min(b.bottom()) - a.top().max(b.top());
-                assert!(
-                    overlap_x <= 0.5 || overlap_y <= 0.5,
-                    "{}: texts overlap: {a:?} and {b:?}",
-                    path.display()
-                );
-            }
-        }
-    }
-    Ok(())
-}
-
 #[test]
 fn pngs_render_and_no_text_overlaps() -> TestResult {
     let dir = tempfile::tempdir()?;
     let summary = render(dir.path())?;
     let png_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("report-png");
-    render_pngs_and_check_text(&summary.charts, &png_dir)
+    support::render_pngs_and_check_text(&summary.charts, &png_dir)
 }
 
 #[test]
@@ -326,5 +268,5 @@ fn long_engine_names_wrap_without_overlapping() -> TestResult {
         .into_iter()
         .filter(|p| p.to_string_lossy().contains("lpm"))
         .collect();
-    render_pngs_and_check_text(&charts, &png_dir)
+    support::render_pngs_and_check_text(&charts, &png_dir)
 }

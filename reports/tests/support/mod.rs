@@ -1,14 +1,16 @@
 //! A synthetic results file for the report tests: every workload, seven engines, some
-//! unsupported, skipped and failed records, and one huge outlier.
+//! unsupported, skipped and failed records, and one huge outlier; the same with trace
+//! replays (`with_trace`); and the PNG check that no chart text overlaps.
 
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 
 use aimeta_reports::{
-    Dataset, IoPerOp, Latency, Provenance, Record, Results, RunConfig, Status, BEGIN_MARKER,
-    END_MARKER, SCHEMA_VERSION,
+    Dataset, IoPerOp, Latency, Provenance, Record, Results, RunConfig, Status, TraceStats,
+    BEGIN_MARKER, END_MARKER, SCHEMA_VERSION,
 };
+use resvg::{tiny_skia, usvg};
 
 /// The engines, in the order the report lists them.
 pub const ENGINES: [&str; 7] = [
@@ -234,4 +236,216 @@ pub fn assert_contains_all(text: &str, needles: &[&str]) {
     for needle in needles {
         assert!(text.contains(needle), "lacks {needle:?}:\n{text}");
     }
+}
+
+/// The trace replay's variants: key design and lookup method.
+pub const TRACE_VARIANTS: [&str; 6] = [
+    "path_native",
+    "path_native_boundary",
+    "path_predecessor_seek",
+    "path_bisect",
+    "chained_probe",
+    "chained_bisect",
+];
+
+/// Why LMDB records N/A for the path design.
+pub const LMDB_PATH_NOTE: &str =
+    "the trace's longest path key is 1,740 bytes, over LMDB's 511-byte key limit";
+
+/// Blocks found cached at each capacity (percent; `None`: unlimited), of 288,500.
+fn trace_hits(capacity_percent: Option<u32>) -> u64 {
+    match capacity_percent {
+        Some(10) => 41_000,
+        Some(_) => 98_000,
+        None => 105_710,
+    }
+}
+
+/// One replay: `engine` with `variant` at `capacity_percent`, `threads`, and an open-loop
+/// `rate` when given.
+fn trace_record(
+    engine: &str,
+    variant: &str,
+    capacity_percent: Option<u32>,
+    threads: u32,
+    rate: Option<f64>,
+) -> Record {
+    let cap = capacity_percent.map_or("all".to_string(), |p| p.to_string());
+    let native = variant.starts_with("path_native");
+    let mut r = Record {
+        workload: "kvcache_trace".into(),
+        dataset: format!("mooncake_x1_cap{cap}"),
+        engine: engine.into(),
+        variant: Some(variant.into()),
+        status: Status::Ok,
+        note: None,
+        ops: 12_031,
+        threads,
+        ns_per_op: Latency::default(),
+        ops_per_sec: 0.0,
+        size_on_disk_bytes: None,
+        io_per_op: None,
+        load_secs: None,
+        trace: None,
+    };
+    match engine {
+        "postgres" => {
+            r.status = Status::Skipped;
+            r.note =
+                Some("no PostgreSQL server on this machine (set AIMETA_PG_URL to use one)".into());
+            return r;
+        }
+        "lmdb" if variant.starts_with("path") => {
+            r.status = Status::Unsupported;
+            r.note = Some(LMDB_PATH_NOTE.into());
+            return r;
+        }
+        e if native && e != "aimeta" => {
+            r.status = Status::Unsupported;
+            r.note = Some("no native longest-prefix lookup".into());
+            return r;
+        }
+        _ => {}
+    }
+    let mut mean = 30_000.0 * engine_factor(engine);
+    if variant.starts_with("chained") {
+        mean *= 1.3;
+    }
+    if variant.ends_with("bisect") {
+        mean *= 1.5;
+    }
+    if native {
+        mean *= 0.6;
+    }
+    let latency = |m: f64| Latency {
+        mean: m,
+        p50: m * 0.8,
+        p99: m * 3.0,
+        p999: m * 7.0,
+        min: m * 0.2,
+        max: m * 15.0,
+    };
+    let hits = trace_hits(capacity_percent);
+    let blocks = capacity_percent.map(|p| 182_790 * u64::from(p) / 100);
+    r.ns_per_op = latency(mean);
+    r.ops_per_sec = 1e9 / mean * f64::from(threads);
+    r.size_on_disk_bytes = Some(24 << 20);
+    r.trace = Some(TraceStats {
+        trace: "workloads/traces/mooncake_conversation.jsonl".into(),
+        tenants: 1,
+        capacity_percent,
+        capacity_blocks: blocks,
+        distinct_blocks: 182_790,
+        blocks_requested: 288_500,
+        hits,
+        model_hits: hits,
+        hit_rate: hits as f64 / 288_500.0,
+        inserted: 288_500 - hits,
+        evicted: blocks.map_or(0, |b| 182_790 - b),
+        final_keys: blocks.unwrap_or(182_790),
+        lookup: latency(mean * 0.3),
+        insert: latency(mean * 0.5),
+        insert_batches: 9_000,
+        evict: if blocks.is_some() {
+            latency(mean * 0.2)
+        } else {
+            Latency::default()
+        },
+        evict_batches: if blocks.is_some() { 8_000 } else { 0 },
+        lookup_io: None,
+        open_loop_rate: rate,
+    });
+    r
+}
+
+/// The synthetic results with trace replays: every engine and variant at 10 %, 50 % and
+/// unlimited capacity with 1 and 8 threads, and an open-loop replay at 10 %; LMDB's path
+/// design N/A (its key limit), the other engines' native lookups N/A, postgres skipped.
+pub fn with_trace() -> Results {
+    let mut results = synthetic();
+    for capacity in [Some(10), Some(50), None] {
+        let cap = capacity.map_or("all".to_string(), |p: u32| p.to_string());
+        results.datasets.push(Dataset {
+            name: format!("mooncake_x1_cap{cap}"),
+            family: "kvcache_trace".into(),
+            keys: 182_790,
+            data_bytes: 182_790 * 100,
+            fits_budget: true,
+            ratio_to_budget: 0.27,
+        });
+        for engine in ENGINES {
+            for variant in TRACE_VARIANTS {
+                for threads in [1, 8] {
+                    results
+                        .records
+                        .push(trace_record(engine, variant, capacity, threads, None));
+                }
+                if capacity == Some(10) {
+                    let open = trace_record(engine, variant, capacity, 1, Some(2_000.0));
+                    results.records.push(open);
+                }
+            }
+        }
+    }
+    results
+}
+
+/// Text boxes of a parsed chart (empty without fonts: text needs fonts to be laid out).
+fn text_boxes(group: &usvg::Group, out: &mut Vec<tiny_skia::Rect>) {
+    for node in group.children() {
+        match node {
+            usvg::Node::Group(g) => text_boxes(g, out),
+            usvg::Node::Text(t) => out.push(t.abs_bounding_box()),
+            _ => {}
+        }
+    }
+}
+
+/// Renders every chart to PNG (kept under the target directory for a look), and, when
+/// the system has fonts, checks that no two texts overlap and none leaves the canvas.
+pub fn render_pngs_and_check_text(
+    charts: &[PathBuf],
+    png_dir: &Path,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let mut fontdb = usvg::fontdb::Database::new();
+    fontdb.load_system_fonts();
+    let have_fonts = !fontdb.is_empty();
+    let opt = usvg::Options {
+        fontdb: std::sync::Arc::new(fontdb),
+        ..usvg::Options::default()
+    };
+    std::fs::create_dir_all(png_dir)?;
+    for path in charts {
+        let tree = usvg::Tree::from_str(&std::fs::read_to_string(path)?, &opt)?;
+        let size = tree.size().to_int_size();
+        let mut pixmap =
+            tiny_skia::Pixmap::new(size.width(), size.height()).ok_or("empty chart")?;
+        resvg::render(&tree, tiny_skia::Transform::default(), &mut pixmap.as_mut());
+        let name = path.file_name().ok_or("no name")?;
+        pixmap.save_png(png_dir.join(name).with_extension("png"))?;
+        if !have_fonts {
+            continue;
+        }
+        let mut boxes = Vec::new();
+        text_boxes(tree.root(), &mut boxes);
+        assert!(boxes.len() > 10, "{}: text was laid out", path.display());
+        let (w, h) = (tree.size().width(), tree.size().height());
+        for (i, a) in boxes.iter().enumerate() {
+            assert!(
+                a.left() >= 0.0 && a.top() >= 0.0 && a.right() <= w && a.bottom() <= h,
+                "{}: text outside the canvas at {a:?}",
+                path.display()
+            );
+            for b in &boxes[i + 1..] {
+                let overlap_x = a.right().min(b.right()) - a.left().max(b.left());
+                let overlap_y = a.bottom().min(b.bottom()) - a.top().max(b.top());
+                assert!(
+                    overlap_x <= 0.5 || overlap_y <= 0.5,
+                    "{}: texts overlap: {a:?} and {b:?}",
+                    path.display()
+                );
+            }
+        }
+    }
+    Ok(())
 }
