@@ -66,12 +66,11 @@ pub const OVERFLOW_PAYLOAD: usize = size_of::<u64>();
 /// share (1/4) of a page's bytes after the fixed part, so that a leaf of such entries holds
 /// at least four.
 const INLINE_SHARE: usize = 4;
-/// A key so long that its entry exceeds that share even with an overflowed value (over
-/// 997 bytes in a 4 KiB page) cannot get four entries a leaf back by overflowing its
-/// value; that would only cost a run of pages per entry (a 40-byte value under a
-/// 1,740-byte path key, a 4 KiB page). Its value stays inline while a leaf holds this many
-/// such entries. Every leaf holds at least this many entries of any key up to the longest
-/// accepted ([`leaf_max_key_len`]), inline or overflowed.
+/// An entry made long by its key rather than its value (the value shorter than the key: a
+/// 40-byte value under a path key of hundreds of blocks) keeps its value inline while a
+/// leaf holds this many such entries: overflowing the value would at most double the
+/// leaf's entries for a page per entry. Every leaf holds at least this many entries of
+/// any key up to the longest accepted ([`leaf_max_key_len`]), inline or overflowed.
 pub const MIN_LEAF_ENTRIES: usize = 2;
 
 /// Offset, within a cell, of its fragment length: after `shared` when the page is
@@ -119,16 +118,15 @@ pub const fn leaf_max_key_len(page_size: usize) -> usize {
 /// True when a value of `value_len` bytes under a key of `key_len` bytes is stored in its
 /// leaf, false when it goes to an overflow run: the rule of every writer (transactions and
 /// the bulk loader) for `page_size`-byte pages. Inline when the entry takes at most a
-/// quarter of the leaf (`INLINE_SHARE`); for a key too long for a quarter even with an
-/// overflowed value, inline when it takes at most half ([`MIN_LEAF_ENTRIES`]). Keys of up
-/// to 997 bytes in 4 KiB pages (any key accepted in larger pages) meet only the first rule.
+/// quarter of the leaf (`INLINE_SHARE`), or when its value is shorter than its key and it
+/// takes at most half ([`MIN_LEAF_ENTRIES`]). The second rule needs a key of more than
+/// 503 bytes in a 4 KiB page (an entry of two such halves exceeds the quarter): shorter
+/// keys meet only the first, the rule before keys could be longer than 1,024 bytes.
 #[inline]
 pub fn value_fits_inline(page_size: usize, key_len: usize, value_len: usize) -> bool {
-    let quarter = leaf_share(page_size, INLINE_SHARE);
     let inline = entry_bytes(key_len, value_len);
-    inline <= quarter
-        || (entry_bytes(key_len, OVERFLOW_PAYLOAD) > quarter
-            && inline <= leaf_share(page_size, MIN_LEAF_ENTRIES))
+    inline <= leaf_share(page_size, INLINE_SHARE)
+        || (value_len < key_len && inline <= leaf_share(page_size, MIN_LEAF_ENTRIES))
 }
 
 #[cfg(test)]
@@ -158,19 +156,37 @@ mod tests {
         assert!(value_fits_inline(4096, 5, 1015 - 2 - 8 - 5));
         assert!(!value_fits_inline(4096, 5, 1015 - 2 - 8 - 5 + 1));
         assert!(value_fits_inline(16384, 1024, 3000));
-        // 997 bytes is the longest key whose entry fits the quarter with an overflowed
-        // value: its values keep the quarter rule, as every shorter key's do.
-        assert!(value_fits_inline(4096, 997, 1015 - 2 - 8 - 997));
-        assert!(!value_fits_inline(4096, 997, 1015 - 2 - 8 - 997 + 1));
-        assert!(!value_fits_inline(4096, 997, 40));
         assert!(!value_fits_inline(4096, 500, 1500));
+        assert!(
+            !value_fits_inline(4096, 900, 1100),
+            "the value makes it long"
+        );
     }
 
     #[test]
-    fn a_longer_key_keeps_its_value_inline_while_two_entries_fit() {
+    fn keys_of_up_to_503_bytes_keep_the_quarter_rule() {
+        let quarter = |key_len: usize, value_len: usize| 2 + 8 + key_len + value_len <= 1015;
+        for key_len in 1..=503 {
+            for value_len in 0..=2100 {
+                assert_eq!(
+                    value_fits_inline(4096, key_len, value_len),
+                    quarter(key_len, value_len),
+                    "{key_len}-byte key, {value_len}-byte value"
+                );
+            }
+        }
+        assert!(value_fits_inline(4096, 504, 503) && !quarter(504, 503));
+    }
+
+    #[test]
+    fn a_value_shorter_than_its_key_stays_inline_while_two_entries_fit() {
         // (4096 - 36) / 2 = 2030 bytes for slot, cell header, key and value.
+        assert!(value_fits_inline(4096, 966, 40), "a path key of 136 blocks");
         assert!(value_fits_inline(4096, 998, 100));
-        assert!(!value_fits_inline(4096, 998, 2030 - 2 - 8 - 998 + 1));
+        assert!(
+            !value_fits_inline(4096, 998, 998),
+            "not shorter than its key"
+        );
         assert!(value_fits_inline(4096, 1024, 0));
         assert!(
             value_fits_inline(4096, 1740, 40),
@@ -180,9 +196,9 @@ mod tests {
         assert!(!value_fits_inline(4096, 1740, 2030 - 2 - 8 - 1740 + 1));
         assert!(value_fits_inline(4096, 2000, 20));
         assert!(!value_fits_inline(4096, 2000, 40));
-        // Larger pages: any accepted key fits the quarter with an overflowed value.
-        assert!(!value_fits_inline(8192, 2000, 100));
-        assert!(value_fits_inline(8192, 2000, 20));
+        // 8 KiB: (8192 - 36) / 2 = 4078 bytes.
+        assert!(value_fits_inline(8192, 2000, 100));
+        assert!(!value_fits_inline(8192, 1000, 1100));
     }
 
     #[test]
