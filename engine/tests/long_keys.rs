@@ -178,7 +178,9 @@ fn path_chains_and_keys_of_the_longest_length_survive_batches_eviction_and_recov
     };
     let mut tree = h.open()?;
     let chains = chains(&mut rng, 130);
-    assert_eq!(path_key(&chains[0], LONGEST_CHAIN).len(), 1740);
+    let longest = path_key(&chains[0], LONGEST_CHAIN);
+    assert_eq!(longest.len(), ROOT.len() + SEGMENT * LONGEST_CHAIN);
+    assert_eq!(longest.len(), 1740);
     let mut model = Model::new();
     let mut stamp = 0u64;
     let mut value = |key: &[u8], len: usize| {

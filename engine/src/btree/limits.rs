@@ -5,17 +5,18 @@ use crate::frame::MIN_PAGE_SIZE;
 use crate::page::{inner_max_separator_len, leaf_max_key_len};
 
 /// Longest key accepted: 2,000 bytes, the most the smallest page (4 KiB) allows on both
-/// levels of the tree.
+/// levels of the tree (docs/format.md, "Key lengths").
 /// - A leaf holds two entries of such keys with overflowed values (up to 2,012 bytes,
-///   `leaf_max_key_len`), so every entry fits in a page on its own and two of any size
-///   share one; values stay inline when two entries still fit (`value_fits_inline`), so
-///   a 40-byte value under a 1,740-byte path key costs no overflow page.
+///   `leaf_max_key_len`), so two entries of any size share a page. A value shorter than
+///   its key stays inline while two such entries fit (`value_fits_inline`): a 40-byte
+///   value under a 1,740-byte path key costs no overflow page.
 /// - An inner page holds three children, two of them with separators this long and no
 ///   page prefix (up to 2,000 bytes, `inner_max_separator_len`). A separator is a prefix
-///   of the first key above it, so it is never longer than a key; for path keys, where a
-///   key is a prefix of the next, it is the shorter key and one byte more. Then every cut
-///   of an overfull inner page leaves pieces of two children or more, so splits go on
-///   and a new root over any number of pieces is built in levels that shrink.
+///   of the first key to its right, so it is never longer than a key; for path keys,
+///   where a key is a prefix of the next, it is the shorter key and one byte more. Then
+///   every piece of an overfull inner page's split but the last holds two children or
+///   more, so splits end and a new root over any number of pieces is built in levels
+///   that shrink.
 pub const MAX_KEY_LEN: usize = {
     let page = MIN_PAGE_SIZE as usize;
     let (leaf, inner) = (leaf_max_key_len(page), inner_max_separator_len(page));
