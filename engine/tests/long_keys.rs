@@ -97,6 +97,35 @@ fn verify(tree: &Tree, model: &Model, chains: &[Vec<Vec<u8>>], phase: &str) -> T
         report.overflow_pages, overflowed as u64,
         "{phase}: only values under keys of {MAX_KEY_LEN} bytes overflow"
     );
+    for chain in chains.iter().take(8) {
+        // A chain's subtree, forward and backward, and its count.
+        let prefix = path_key(chain, chain.len().div_ceil(2));
+        let want: Vec<_> = model
+            .range(prefix.clone()..)
+            .take_while(|(k, _)| k.starts_with(&prefix))
+            .collect();
+        let forward: Vec<_> = tree
+            .range()
+            .prefix(&prefix)
+            .iter()
+            .collect::<Result<_, _>>()?;
+        let backward: Vec<_> = tree
+            .range()
+            .prefix(&prefix)
+            .rev()
+            .iter()
+            .collect::<Result<_, _>>()?;
+        assert!(
+            forward.len() == want.len()
+                && forward.iter().zip(&want).all(|(a, b)| (&a.0, &a.1) == *b),
+            "{phase}: prefix scan"
+        );
+        assert!(
+            backward.iter().rev().eq(forward.iter()),
+            "{phase}: reverse scan"
+        );
+        assert_eq!(tree.count_prefix(&prefix)?, want.len() as u64, "{phase}");
+    }
     for chain in chains {
         let mut query = path_key(chain, chain.len());
         for q in [query.clone(), {
@@ -337,5 +366,69 @@ fn a_bulk_load_of_long_path_keys_keeps_their_small_values_inline() -> TestResult
     drop(tree);
     let tree = Tree::open(TreeConfig::new(dir.path()).cache_bytes(64 * 4096))?;
     verify(&tree, &model, &bases, "after a reopen")?;
+    Ok(())
+}
+
+#[test]
+fn every_prefix_of_random_keys_of_the_longest_length_splits_and_merges_inner_pages() -> TestResult {
+    // Every prefix of six random 2,000-byte keys: neighbours in a leaf share all but a
+    // byte, and the separators between leaves are as long as the keys, so inner pages
+    // that span two of the six hold a few children each.
+    let mut rng = seeded(0x2000_0006);
+    let dir = tempfile::tempdir()?;
+    let tree = Tree::open(TreeConfig::new(dir.path()).cache_bytes(64 * 4096))?;
+    let bases: Vec<Vec<u8>> = (0..6).map(|_| random_key(&mut rng, MAX_KEY_LEN)).collect();
+    let mut keys: Vec<Vec<u8>> = bases
+        .iter()
+        .flat_map(|b| (1..=b.len()).map(|l| b[..l].to_vec()))
+        .collect();
+    for i in (1..keys.len()).rev() {
+        keys.swap(i, rng.random_range(0..=i));
+    }
+    let mut model = Model::new();
+    let mut stamp = 0u64;
+    for batch in keys.chunks(100) {
+        let mut puts = Model::new();
+        for k in batch {
+            stamp += 1;
+            // 16 bytes: inline under a key of any length.
+            puts.insert(k.clone(), stamped_value(k, stamp, 16));
+        }
+        apply(&tree, &mut model, puts, &[])?;
+    }
+    let lookups = |tree: &Tree, model: &Model| -> TestResult {
+        for base in &bases {
+            let mut query = base.clone();
+            query.extend_from_slice(b"/more");
+            assert_eq!(
+                tree.longest_prefix_record(&query)?,
+                model_lpm(model, &query)
+            );
+        }
+        Ok(())
+    };
+    verify(&tree, &model, &[], "after the inserts")?;
+    lookups(&tree, &model)?;
+    let report = tree.check_integrity()?;
+    assert!(report.inner_pages > 6, "{report:?}");
+
+    // Longest first, 200 a batch, down to the shortest tenth.
+    let mut by_length: Vec<Vec<u8>> = model.keys().cloned().collect();
+    by_length.sort_by_key(|k| std::cmp::Reverse(k.len()));
+    let keep = by_length.len() / 10;
+    for doomed in by_length[..by_length.len() - keep].chunks(200) {
+        apply(&tree, &mut model, Model::new(), doomed)?;
+    }
+    verify(&tree, &model, &[], "after evicting nine tenths")?;
+    lookups(&tree, &model)?;
+    let after = tree.check_integrity()?;
+    assert!(
+        after.leaf_pages * 4 < report.leaf_pages,
+        "{report:?} before, {after:?} after"
+    );
+    drop(tree);
+    let tree = Tree::open(TreeConfig::new(dir.path()).cache_bytes(64 * 4096))?;
+    verify(&tree, &model, &[], "after a reopen")?;
+    lookups(&tree, &model)?;
     Ok(())
 }
