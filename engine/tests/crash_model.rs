@@ -11,7 +11,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use aimeta_engine::storage::{FaultPlan, FaultyOpener, SimDisk};
-use aimeta_engine::{Durability, Readable, Tree, TreeConfig};
+use aimeta_engine::{Durability, Readable, Tree, TreeConfig, MAX_KEY_LEN};
 use common::{apply_batch, env_count, Ops};
 use proptest::prelude::*;
 
@@ -28,11 +28,17 @@ enum Op {
     CrashInCheckpoint(i64, u64),
 }
 
+/// Short keys over a small alphabet; now and then a long one, up to the longest accepted,
+/// so that log records carry keys of every length.
 fn key() -> impl Strategy<Value = Vec<u8>> {
-    prop::collection::vec(
-        prop::sample::select(vec![0x00u8, b'/', b'a', b'b', 0xFF]),
-        1..6,
-    )
+    prop_oneof![
+        20 => prop::collection::vec(
+            prop::sample::select(vec![0x00u8, b'/', b'a', b'b', 0xFF]),
+            1..6,
+        ),
+        1 => (prop::collection::vec(prop::sample::select(vec![b'a', b'/']), 1..4), 1000usize..=MAX_KEY_LEN)
+            .prop_map(|(p, n)| { let mut k = p; k.resize(n, b'z'); k }),
+    ]
 }
 
 fn value() -> impl Strategy<Value = Vec<u8>> {

@@ -6,7 +6,7 @@ mod common;
 use std::collections::BTreeMap;
 use std::ops::Bound;
 
-use aimeta_engine::{Readable, Tree, TreeConfig};
+use aimeta_engine::{Readable, Tree, TreeConfig, MAX_KEY_LEN};
 use common::{apply_batch, env_count, model_list, model_lpm, model_range, Ops};
 use proptest::prelude::*;
 
@@ -33,11 +33,14 @@ enum Op {
 }
 
 /// Keys over a small alphabet so that they share prefixes, are prefixes of each other
-/// and hold 0x00 and 0xFF bytes; now and then a long one.
+/// and hold 0x00 and 0xFF bytes; now and then a long one, up to the longest accepted
+/// (long keys of one start are prefixes of each other, as path keys of a chain are).
 fn key() -> impl Strategy<Value = Vec<u8>> {
     prop_oneof![
-        8 => prop::collection::vec(prop::sample::select(vec![0x00u8, b'/', b'a', b'b', b'c', 0xFF]), 1..7),
-        1 => (prop::collection::vec(prop::sample::select(vec![b'a', b'/']), 1..4), 900usize..1024)
+        16 => prop::collection::vec(prop::sample::select(vec![0x00u8, b'/', b'a', b'b', b'c', 0xFF]), 1..7),
+        2 => (prop::collection::vec(prop::sample::select(vec![b'a', b'/']), 1..4), 900usize..1024)
+            .prop_map(|(p, n)| { let mut k = p; k.resize(n, b'z'); k }),
+        1 => (prop::collection::vec(prop::sample::select(vec![b'a', b'/']), 1..4), 1024usize..=MAX_KEY_LEN)
             .prop_map(|(p, n)| { let mut k = p; k.resize(n, b'z'); k }),
     ]
 }

@@ -316,31 +316,38 @@ impl<'a> WriteTxn<'a> {
             .ok_or_else(|| Error::Integrity {
                 reason: "entry count went negative".into(),
             })?;
-        match pieces.len() {
-            0 => {
-                self.root = None;
-                self.height = 0;
-            }
-            1 => self.root = Some(pieces[0].id),
-            _ => {
-                let node = InnerNode {
-                    seps: pieces
-                        .iter()
-                        .map(|p| p.sep.clone().unwrap_or_default())
-                        .collect(),
-                    children: pieces.iter().map(|p| p.id).collect(),
-                    counts: pieces.iter().map(|p| p.count).collect(),
-                };
-                let id = self.alloc_page();
-                let mut buf = vec![0u8; self.ps];
-                node.encode(id, self.seq, &mut buf);
-                self.pages.insert(id, buf);
-                self.root = Some(id);
-                self.height += 1;
-            }
-        }
+        self.grow_root(pieces);
         self.collapse_root()?;
         Ok(true)
+    }
+
+    /// Makes `pieces`, what replaced the old root, the tree: none leaves it empty, one is
+    /// the root, more get new inner levels above them until one page holds them all. A
+    /// split gives two or three pieces, so one level is the rule; but when a child's split
+    /// lowers the root's page prefix (a separator below all others under a long shared
+    /// prefix, as path keys make), the root's separators grow and it splits into more
+    /// pieces than one page holds. Each level has fewer pages than the one below it
+    /// (`MIN_INNER_CHILDREN`).
+    fn grow_root(&mut self, mut pieces: Vec<Piece>) {
+        if pieces.is_empty() {
+            self.root = None;
+            self.height = 0;
+            return;
+        }
+        while pieces.len() > 1 {
+            let node = InnerNode {
+                seps: pieces
+                    .iter_mut()
+                    .map(|p| p.sep.take().unwrap_or_default())
+                    .collect(),
+                children: pieces.iter().map(|p| p.id).collect(),
+                counts: pieces.iter().map(|p| p.count).collect(),
+            };
+            let first = self.alloc_page();
+            pieces = self.encode_inner(first, node, false);
+            self.height += 1;
+        }
+        self.root = Some(pieces[0].id);
     }
 
     /// While the root is an inner page with one child, the child becomes the root.
@@ -430,7 +437,7 @@ impl<'a> WriteTxn<'a> {
                 delta,
             });
         }
-        let pieces = self.write_inner(&l, node, rightmost)?;
+        let pieces = self.write_inner(&l, node, rightmost);
         Ok(Change::Replace { pieces, delta })
     }
 
@@ -528,8 +535,15 @@ impl<'a> WriteTxn<'a> {
         pieces
     }
 
-    /// Encodes an inner node into one or more private pages.
-    fn write_inner(&mut self, l: &Loaded, node: InnerNode, append: bool) -> Result<Vec<Piece>> {
+    /// Encodes an inner node into one or more private pages, the first in place of `l`.
+    fn write_inner(&mut self, l: &Loaded, node: InnerNode, append: bool) -> Vec<Piece> {
+        let first = self.target(l);
+        self.encode_inner(first, node, append)
+    }
+
+    /// Encodes an inner node into private pages: `first` (already allocated) and as many
+    /// new ones as its cuts need.
+    fn encode_inner(&mut self, first: PageId, node: InnerNode, append: bool) -> Vec<Piece> {
         let plen = InnerNode::prefix_len(&node.seps);
         let sizes: Vec<usize> = node
             .seps
@@ -550,11 +564,7 @@ impl<'a> WriteTxn<'a> {
             };
             let sep = (w[0] > 0).then(|| std::mem::take(&mut part.seps[0]));
             part.seps[0].clear();
-            let id = if w[0] == 0 {
-                self.target(l)
-            } else {
-                self.alloc_page()
-            };
+            let id = if w[0] == 0 { first } else { self.alloc_page() };
             let mut buf = vec![0u8; self.ps];
             part.encode(id, self.seq, &mut buf);
             pieces.push(Piece {
@@ -565,7 +575,7 @@ impl<'a> WriteTxn<'a> {
             });
             self.pages.insert(id, buf);
         }
-        Ok(pieces)
+        pieces
     }
 
     /// Merges child `idx` of `node` with a sibling when both fit in one page.
@@ -915,6 +925,64 @@ pub(in crate::btree) mod tests {
             assert_reads(&fx, &v, &model);
         }
         assert!(fx.check().overflow_pages > 0);
+    }
+
+    /// `n` keys of a 1,500-byte run of `byte`, then '/' and six hex digits, 40-byte values.
+    fn under_long_prefix(rng: &mut Rng, byte: u8, n: usize) -> BTreeMap<Vec<u8>, Vec<u8>> {
+        let mut out = BTreeMap::new();
+        while out.len() < n {
+            let mut k = vec![byte; 1500];
+            k.extend(format!("/{:06x}", rng.random_range(0..1u32 << 24)).as_bytes());
+            out.insert(k, vec![byte; 40]);
+        }
+        out
+    }
+
+    #[test]
+    fn keys_beside_a_long_shared_prefix_grow_the_root_by_as_many_levels_as_needed() {
+        // 4,500 keys under one 1,500-byte prefix: the root stores its separators in a few
+        // bytes each after its page prefix.
+        let mut rng = seeded(31_550);
+        let mut fx = Fixture::new(100_000);
+        let mut model = under_long_prefix(&mut rng, b'p', 4500);
+        fx.put_all(&model);
+        let mut heights = vec![fx.version.height];
+        // Keys under other long prefixes, above and below, 50 a commit: separators
+        // between the groups share no prefix, so the root's separators take 1,500 bytes
+        // more each and it splits into more pieces (48 with this seed) than one page
+        // holds (they need four levels above them).
+        let mut added = Vec::new();
+        for byte in [b'q', b'a'] {
+            let more = under_long_prefix(&mut rng, byte, 50);
+            let (v, ()) = fx.commit(|txn| {
+                for (k, value) in &more {
+                    txn.apply(Mutation::Put(k, value)).expect("put");
+                }
+            });
+            heights.push(v.height);
+            added.extend(more.keys().cloned());
+            model.extend(more);
+            let report = fx.check();
+            assert_eq!(report.entries, model.len() as u64);
+            assert_eq!(report.overflow_pages, 0);
+            assert_reads(&fx, &v, &model);
+        }
+        assert!(
+            heights.windows(2).any(|w| w[1] >= w[0] + 2),
+            "heights {heights:?}"
+        );
+        // Deleting them again merges the tree back and every entry still reads.
+        fx.commit(|txn| {
+            for k in &added {
+                assert!(txn.apply(Mutation::Delete(k)).expect("delete"));
+            }
+        });
+        for k in &added {
+            model.remove(k);
+        }
+        assert_eq!(fx.check().entries, model.len() as u64);
+        let v = fx.version.clone();
+        assert_reads(&fx, &v, &model);
     }
 
     #[test]

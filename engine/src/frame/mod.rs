@@ -6,4 +6,4 @@ mod alloc;
 mod geometry;
 
 pub use alloc::{Allocator, Recoverable};
-pub use geometry::Geometry;
+pub use geometry::{Geometry, MIN_PAGE_SIZE};

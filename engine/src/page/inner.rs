@@ -32,8 +32,23 @@ const CHILD_AT: usize = size_of::<u16>();
 /// Offset in a cell of the child's entry count.
 const COUNT_IN_CELL_AT: usize = CHILD_AT + size_of::<u64>();
 const _: () = assert!(COUNT_IN_CELL_AT + size_of::<u64>() == INNER_CELL_FIXED);
+/// Children an inner page holds at least, all but the first with a separator as long as
+/// the longest key accepted ([`inner_max_separator_len`]). Then the splitter's bound on any
+/// two adjacent children (which counts the separator the second gives up to the parent)
+/// fits in a page, so every piece of a split but the last holds two children or more: a
+/// split always finds its cuts, and a root over any number of pieces is built in levels
+/// that shrink.
+pub const MIN_INNER_CHILDREN: usize = 3;
 /// Pages 0 and 1 hold the superblock: no child points there.
 const FIRST_DATA_PAGE: PageId = 2;
+
+/// The longest separator of which a `page_size`-byte inner page holds
+/// [`MIN_INNER_CHILDREN`] children, all but the first with such a separator and no page
+/// prefix (4 KiB: 2,000 bytes).
+pub const fn inner_max_separator_len(page_size: usize) -> usize {
+    (page_size - INNER_FIXED - MIN_INNER_CHILDREN * (SLOT + INNER_CELL_FIXED))
+        / (MIN_INNER_CHILDREN - 1)
+}
 
 /// A read-only view of a validated inner page.
 #[derive(Debug, Clone, Copy)]
@@ -294,6 +309,24 @@ mod tests {
         assert_eq!(read_u16(&page, cell1), 0, "separator 1 is all prefix");
         assert_eq!(read_u64(&page, cell1 + 2), 8);
         assert_eq!(node.encoded_len(), 36 + 2 + 2 * (2 + 18));
+    }
+
+    #[test]
+    fn an_inner_page_holds_three_children_with_separators_of_the_longest_length() {
+        assert_eq!(inner_max_separator_len(4096), 2000);
+        let sep = inner_max_separator_len(4096);
+        // Two separators of that length that share no prefix.
+        let node = InnerNode {
+            seps: vec![vec![], vec![b'a'; sep], vec![b'b'; sep]],
+            children: vec![7, 8, 9],
+            counts: vec![1, 1, 1],
+        };
+        assert_eq!(node.encoded_len(), 4096);
+        let mut page = vec![0u8; 4096];
+        node.encode(3, 1, &mut page);
+        InnerView::validate(&page).expect("valid");
+        assert_eq!(InnerNode::decode(&InnerView::new(&page)), node);
+        assert!(inner_max_separator_len(8192) > sep);
     }
 
     #[test]

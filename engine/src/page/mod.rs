@@ -18,10 +18,11 @@ pub use header::{
     cmp_prefixed, lcp, read_u32, read_u64, seal, verify, write_u32, write_u64, PageHeader,
     HEADER_LEN,
 };
-pub use inner::{InnerNode, InnerView, INNER_FIXED};
+pub use inner::{inner_max_separator_len, InnerNode, InnerView, INNER_FIXED};
 pub use kind::{PageId, PageKind};
 pub use leaf::{
-    value_fits_inline, LeafEntry, LeafNode, LeafSizer, LeafView, Probe, Value, ValueCell,
+    leaf_max_key_len, value_fits_inline, LeafEntry, LeafNode, LeafSizer, LeafView, Probe, Value,
+    ValueCell,
 };
 pub use meta::{MetaReject, Superblock, FORMAT_VERSION, META_LEN};
 pub use overflow::{decode_overflow_run, encode_overflow_run, overflow_pages_for};

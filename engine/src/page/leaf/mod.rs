@@ -8,5 +8,5 @@ mod validate;
 mod view;
 
 pub use encode::{LeafEntry, LeafNode, LeafSizer, Value};
-pub use layout::value_fits_inline;
+pub use layout::{leaf_max_key_len, value_fits_inline};
 pub use view::{LeafView, Probe, ValueCell};
