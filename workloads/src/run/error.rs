@@ -95,7 +95,7 @@ pub enum RunError {
         variant: String,
         /// What failed.
         #[source]
-        source: crate::trace::ReplayError,
+        source: Box<crate::trace::ReplayError>,
     },
     /// An engine the command needs is not available on this machine.
     #[error("{engine} is needed here but not available: {detail}")]

@@ -240,7 +240,7 @@ impl Replay<'_> {
             engine: self.kind.name().to_string(),
             dataset: self.dataset.to_string(),
             variant: self.method.name().to_string(),
-            source,
+            source: Box::new(source),
         };
         prepare(engine, schedule, design).map_err(replay_error)?;
         let options = ReplayOptions {
