@@ -16,6 +16,7 @@
 //! every write path refuses a longer key with [`Error::InvalidKey`] before sending anything,
 //! so no batch or COPY fails in the server half-way.
 
+mod batch;
 mod cluster;
 mod limits;
 
@@ -43,6 +44,8 @@ struct Conn {
     get: Statement,
     put: Statement,
     delete: Statement,
+    put_many: Statement,
+    delete_many: Statement,
     seek_le: Statement,
     last: Statement,
     walk_bounded: Statement,
@@ -184,6 +187,11 @@ fn prepare(mut client: Client, t: &str, durability: Durability) -> Result<Conn> 
         "INSERT INTO {t} (k, v) VALUES ($1, $2) ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v"
     ))?;
     let delete = p(format!("DELETE FROM {t} WHERE k = $1"))?;
+    let put_many = p(format!(
+        "INSERT INTO {t} (k, v) SELECT * FROM unnest($1::bytea[], $2::bytea[]) \
+         ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v"
+    ))?;
+    let delete_many = p(format!("DELETE FROM {t} WHERE k = ANY($1::bytea[])"))?;
     let seek_le = p(format!(
         "SELECT k, v FROM {t} WHERE k <= $1 ORDER BY k DESC LIMIT 1"
     ))?;
@@ -205,6 +213,8 @@ fn prepare(mut client: Client, t: &str, durability: Durability) -> Result<Conn> 
         get,
         put,
         delete,
+        put_many,
+        delete_many,
         seek_le,
         last,
         walk_bounded,
@@ -359,10 +369,10 @@ impl KvEngine for PgEngine {
         let mut c = self.lock()?;
         let c = &mut *c;
         let mut txn = c.client.transaction().map_err(perr("write_batch: begin"))?;
-        for op in ops {
-            match *op {
-                BatchOp::Put { key, value } => txn.execute(&c.put, &[&key, &value]),
-                BatchOp::Delete { key } => txn.execute(&c.delete, &[&key]),
+        for run in batch::runs(ops) {
+            match run {
+                batch::Run::Put { keys, values } => txn.execute(&c.put_many, &[&keys, &values]),
+                batch::Run::Delete { keys } => txn.execute(&c.delete_many, &[&keys]),
             }
             .map_err(perr("write_batch"))?;
         }
