@@ -100,8 +100,20 @@ pub struct CounterBound {
     pub check: String,
     /// What is counted.
     pub what: String,
-    /// The value recorded; a run passes while it measures at most this.
+    /// The value recorded; a run passes while it measures at most this (times
+    /// `1 + slack` when the check has one).
     pub value: f64,
+    /// Allowed relative increase, for the few counters that are not exactly repeatable
+    /// (None: exact). Each such check says why where it is measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slack: Option<f64>,
+}
+
+impl CounterBound {
+    /// The largest value that passes.
+    pub fn bound(&self) -> f64 {
+        self.value * (1.0 + self.slack.unwrap_or(0.0))
+    }
 }
 
 /// How a gate run measures: its data sets' scale and how many timed operations it runs.
@@ -172,6 +184,9 @@ pub struct CounterMeasured {
     pub what: String,
     /// The value.
     pub value: f64,
+    /// The slack this check asks for when a baseline is first recorded (None: exact).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slack: Option<f64>,
 }
 
 /// Everything one gate run measured.
@@ -342,7 +357,7 @@ pub fn evaluate(
     let kind = CheckKind::Counter;
     for b in &baseline.counters {
         let measured = first.counters.iter().find(|m| m.check == b.check);
-        let values = (Some(b.value), measured.map(|m| m.value));
+        let values = (Some(b.bound()), measured.map(|m| m.value));
         let row = Row::new(&b.check, &b.what, kind, Some(b.value), values, None);
         rows.push(row);
     }
@@ -453,6 +468,9 @@ impl GateBaseline {
                     check: c.check.clone(),
                     what: c.what.clone(),
                     value: c.value,
+                    slack: previous
+                        .and_then(|p| p.counters.iter().find(|b| b.check == c.check))
+                        .map_or(c.slack, |b| b.slack),
                 })
                 .collect(),
         }
@@ -528,6 +546,7 @@ mod tests {
                 check: "pages_per_scan_cold/manifest_beyond".into(),
                 what: "pages".into(),
                 value: pages,
+                slack: None,
             }],
         }
     }
@@ -557,6 +576,31 @@ mod tests {
             ..b.ratios[1].clone()
         };
         assert_eq!(capped.bound(), 1.0);
+    }
+
+    #[test]
+    fn a_counter_with_slack_passes_within_it_and_keeps_it_when_recorded_again() {
+        let mut m = measurement(&[1.0], 100.0);
+        m.counters[0].slack = Some(0.01);
+        let base = first_baseline(&m, 3);
+        assert_eq!(base.counters[0].slack, Some(0.01));
+        let verdict = |pages: f64| evaluate(&base, &measurement(&[1.0], pages), None)[2].verdict;
+        assert_eq!(verdict(100.5), Verdict::Pass);
+        assert_eq!(verdict(99.0), Verdict::Improved);
+        assert_eq!(verdict(101.5), Verdict::Fail);
+        // A re-recording keeps the file's slack, not what the measurement proposes.
+        let again = GateBaseline::record(
+            &measurement(&[1.0], 100.0),
+            GateShape::new("ci", 3, 100),
+            provenance(),
+            Some(&base),
+        );
+        assert_eq!(again.counters[0].slack, Some(0.01));
+        // Exact counters stay exact.
+        let exact = first_baseline(&measurement(&[1.0], 100.0), 3);
+        assert_eq!(exact.counters[0].slack, None);
+        let rows = evaluate(&exact, &measurement(&[1.0], 100.5), None);
+        assert_eq!(rows[2].verdict, Verdict::Fail);
     }
 
     #[test]

@@ -255,6 +255,7 @@ impl Gate {
                 check: format!("trace_hits_off_model/{ds}"),
                 what: format!("|aimeta's prefix hits - the cache model's| over the replay of {ds}"),
                 value: t.hits.abs_diff(t.model_hits) as f64,
+                slack: None,
             },
             CounterMeasured {
                 check: format!("trace_blocks_missed/{ds}"),
@@ -263,6 +264,7 @@ impl Gate {
                     t.blocks_requested
                 ),
                 value: (t.blocks_requested - t.hits) as f64,
+                slack: None,
             },
             CounterMeasured {
                 check: format!("pages_per_trace_lookup_cold/{ds}"),
@@ -270,6 +272,11 @@ impl Gate {
                     "pages aimeta reads per longest-prefix lookup (path keys, native) replaying {ds} from an empty store and pool"
                 ),
                 value: pages,
+                // Not exactly repeatable: which pages the pool can evict at a given moment
+                // depends on what the log writer and the checkpointer hold then, so three
+                // replays read 10,634 to 10,636 pages in all (0.02 %); 1 % still fails a
+                // lookup that reads one more page in a hundred.
+                slack: Some(0.01),
             },
         ])
     }
@@ -338,6 +345,7 @@ impl Gate {
                         v.map(|v| format!(" ({v})")).unwrap_or_default()
                     ),
                     value: pages as f64 / COLD_OPS as f64,
+                    slack: None,
                 });
             }
         }
@@ -360,6 +368,7 @@ impl Gate {
             check: "full_frame_reads/all".to_string(),
             what: "whole 512 KiB frame reads by aimeta over every gate operation (paged mode reads pages only)".to_string(),
             value: total as f64,
+            slack: None,
         })
     }
 
