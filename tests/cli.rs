@@ -93,3 +93,89 @@ fn a_small_run_writes_results_json() -> Result<(), Box<dyn std::error::Error>> {
     assert!(!r.provenance.commit.is_empty());
     Ok(())
 }
+
+#[test]
+fn a_trace_that_is_not_of_the_format_is_refused_with_its_line_and_nothing_is_written(
+) -> Result<(), Box<dyn std::error::Error>> {
+    let dir = tempfile::tempdir()?;
+    let trace = dir.path().join("bad.jsonl");
+    std::fs::write(
+        &trace,
+        "{\"timestamp\": 0, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": [1, 2]}\n\
+         {\"timestamp\": 1, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": [3, 2]}\n",
+    )?;
+    let out = dir.path().join("r.json");
+    let work = dir.path().join("work");
+    let args = [
+        "run",
+        "--scale",
+        "ci",
+        "--engines",
+        "aimeta",
+        "--workloads",
+        "kvcache_trace",
+        "--trace",
+        trace.to_str().ok_or("path")?,
+        "--out",
+        out.to_str().ok_or("path")?,
+        "--work-dir",
+        work.to_str().ok_or("path")?,
+    ];
+    one_line_exit_2(&args, "line 2: block 2 follows parent 3 here but 1")?;
+    assert!(!out.exists(), "a refused trace wrote results");
+    one_line_exit_2(&["run", "--rate", "0"], "--rate 0 is not a rate")?;
+    Ok(())
+}
+
+#[test]
+fn a_short_trace_replays_on_both_designs_with_the_models_hits(
+) -> Result<(), Box<dyn std::error::Error>> {
+    let dir = tempfile::tempdir()?;
+    let committed = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/workloads/traces/mooncake_conversation_trace.jsonl"
+    ))?;
+    let trace = dir.path().join("mooncake_head.jsonl");
+    let head: Vec<&str> = committed.lines().take(40).collect();
+    std::fs::write(&trace, head.join("\n"))?;
+    let out = dir.path().join("r.json");
+    let o = ai_meta(&[
+        "run",
+        "--scale",
+        "ci",
+        "--engines",
+        "aimeta,lmdb",
+        "--workloads",
+        "kvcache_trace",
+        "--trace",
+        trace.to_str().ok_or("path")?,
+        "--out",
+        out.to_str().ok_or("path")?,
+        "--work-dir",
+        dir.path().join("work").to_str().ok_or("path")?,
+    ])?;
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let r = aimeta_reports::Results::load(&out)?;
+    let replays: Vec<_> = r
+        .records
+        .iter()
+        .filter(|x| x.workload == "kvcache_trace")
+        .collect();
+    // aimeta: 6 methods x 3 capacities + 6 at 8 threads; lmdb: 5 x 3 + 5.
+    assert_eq!(replays.len(), 24 + 20);
+    for x in &replays {
+        match (x.engine.as_str(), x.variant.as_deref()) {
+            ("lmdb", Some("path_native")) => {
+                assert_eq!(x.status, aimeta_reports::Status::Unsupported)
+            }
+            _ => {
+                assert_eq!(x.status, aimeta_reports::Status::Ok, "{x:?}");
+                let t = x.trace.as_ref().ok_or("trace stats")?;
+                assert_eq!(t.hits, t.model_hits);
+                assert_eq!(x.ops, 40);
+            }
+        }
+    }
+    assert!(r.datasets.iter().any(|d| d.name == "mooncake_x1_cap10"));
+    Ok(())
+}
