@@ -8,6 +8,32 @@ fn ai_meta(args: &[&str]) -> std::io::Result<std::process::Output> {
         .output()
 }
 
+/// `ai-meta run --scale ci` on `engines` and `workloads`, results to `out`, stores under
+/// `work`, with `extra` flags.
+fn run_ci(
+    engines: &str,
+    workloads: &str,
+    extra: &[&str],
+    out: &std::path::Path,
+    work: &std::path::Path,
+) -> Result<std::process::Output, Box<dyn std::error::Error>> {
+    let mut args = vec![
+        "run",
+        "--scale",
+        "ci",
+        "--engines",
+        engines,
+        "--workloads",
+        workloads,
+        "--out",
+        out.to_str().ok_or("path")?,
+        "--work-dir",
+        work.to_str().ok_or("path")?,
+    ];
+    args.extend_from_slice(extra);
+    Ok(ai_meta(&args)?)
+}
+
 fn one_line_exit_2(args: &[&str], needle: &str) -> Result<(), Box<dyn std::error::Error>> {
     let out = ai_meta(args)?;
     let err = String::from_utf8_lossy(&out.stderr);
@@ -57,19 +83,7 @@ fn a_small_run_writes_results_json() -> Result<(), Box<dyn std::error::Error>> {
     let dir = tempfile::tempdir()?;
     let out = dir.path().join("r.json");
     let work = dir.path().join("work");
-    let o = ai_meta(&[
-        "run",
-        "--scale",
-        "ci",
-        "--engines",
-        "aimeta,lmdb",
-        "--workloads",
-        "manifest_get,kvchain_lpm",
-        "--out",
-        out.to_str().ok_or("path")?,
-        "--work-dir",
-        work.to_str().ok_or("path")?,
-    ])?;
+    let o = run_ci("aimeta,lmdb", "manifest_get,kvchain_lpm", &[], &out, &work)?;
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let r = aimeta_reports::Results::load(&out)?;
     assert!(r
@@ -139,21 +153,14 @@ fn a_short_trace_replays_on_both_designs_with_the_models_hits(
     let head: Vec<&str> = committed.lines().take(40).collect();
     std::fs::write(&trace, head.join("\n"))?;
     let out = dir.path().join("r.json");
-    let o = ai_meta(&[
-        "run",
-        "--scale",
-        "ci",
-        "--engines",
+    let trace_flag = ["--trace", trace.to_str().ok_or("path")?];
+    let o = run_ci(
         "aimeta,lmdb",
-        "--workloads",
         "kvcache_trace",
-        "--trace",
-        trace.to_str().ok_or("path")?,
-        "--out",
-        out.to_str().ok_or("path")?,
-        "--work-dir",
-        dir.path().join("work").to_str().ok_or("path")?,
-    ])?;
+        &trace_flag,
+        &out,
+        &dir.path().join("work"),
+    )?;
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let r = aimeta_reports::Results::load(&out)?;
     let replays: Vec<_> = r

@@ -148,7 +148,7 @@ impl Replay<'_> {
                 Workload::KvcacheTrace,
                 self.dataset,
                 self.kind,
-                Some(Variant::of_trace_method(self.method)),
+                Some(Variant::Trace(self.method)),
             )
         }
     }

@@ -29,18 +29,8 @@ pub enum Variant {
     NativeFullFrame,
     /// kvchain_lpm's bisect emulation on aimeta in its full-frame reproduction mode.
     BisectFullFrame,
-    /// kvcache_trace on path keys through the engine's own longest-prefix lookup.
-    PathNative,
-    /// kvcache_trace on path keys through aimeta's lookup stopping at a '/' boundary.
-    PathNativeBoundary,
-    /// kvcache_trace on path keys through the predecessor-seek emulation.
-    PathPredecessorSeek,
-    /// kvcache_trace on path keys through the bisect emulation.
-    PathBisect,
-    /// kvcache_trace on chained keys, point gets until the first miss.
-    ChainedProbe,
-    /// kvcache_trace on chained keys, bisecting the chain with point gets.
-    ChainedBisect,
+    /// kvcache_trace in one key design and lookup (named as the method is).
+    Trace(TraceMethod),
 }
 
 impl Variant {
@@ -54,12 +44,12 @@ impl Variant {
         Variant::FullFrame,
         Variant::NativeFullFrame,
         Variant::BisectFullFrame,
-        Variant::PathNative,
-        Variant::PathNativeBoundary,
-        Variant::PathPredecessorSeek,
-        Variant::PathBisect,
-        Variant::ChainedProbe,
-        Variant::ChainedBisect,
+        Variant::Trace(TraceMethod::PathNative),
+        Variant::Trace(TraceMethod::PathNativeBoundary),
+        Variant::Trace(TraceMethod::PathPredecessorSeek),
+        Variant::Trace(TraceMethod::PathBisect),
+        Variant::Trace(TraceMethod::ChainedProbe),
+        Variant::Trace(TraceMethod::ChainedBisect),
     ];
 
     /// The variant's name in results.
@@ -73,11 +63,12 @@ impl Variant {
             Variant::FullFrame => "full_frame",
             Variant::NativeFullFrame => "native_full_frame",
             Variant::BisectFullFrame => "bisect_full_frame",
-            trace => trace.trace_method().map_or("", TraceMethod::name),
+            Variant::Trace(method) => method.name(),
         }
     }
 
-    /// The longest-prefix method a kvchain_lpm variant runs; None for the scan modes.
+    /// The longest-prefix method a kvchain_lpm variant runs; None for the scan modes and
+    /// the trace's variants (whose lookups `TraceMethod` names).
     pub fn lpm_method(self) -> Option<LpmMethod> {
         match self {
             Variant::Native | Variant::NativeFullFrame => Some(LpmMethod::Native),
@@ -86,32 +77,15 @@ impl Variant {
             Variant::Bisect | Variant::BisectFullFrame => {
                 Some(LpmMethod::Bisect { delimiter: b'/' })
             }
-            _ => None,
+            Variant::Paged | Variant::FullFrame | Variant::Trace(_) => None,
         }
     }
 
     /// The key design and lookup a kvcache_trace variant runs; None for the others.
     pub fn trace_method(self) -> Option<TraceMethod> {
         match self {
-            Variant::PathNative => Some(TraceMethod::PathNative),
-            Variant::PathNativeBoundary => Some(TraceMethod::PathNativeBoundary),
-            Variant::PathPredecessorSeek => Some(TraceMethod::PathPredecessorSeek),
-            Variant::PathBisect => Some(TraceMethod::PathBisect),
-            Variant::ChainedProbe => Some(TraceMethod::ChainedProbe),
-            Variant::ChainedBisect => Some(TraceMethod::ChainedBisect),
+            Variant::Trace(method) => Some(method),
             _ => None,
-        }
-    }
-
-    /// The kvcache_trace variant of `method`.
-    pub fn of_trace_method(method: TraceMethod) -> Variant {
-        match method {
-            TraceMethod::PathNative => Variant::PathNative,
-            TraceMethod::PathNativeBoundary => Variant::PathNativeBoundary,
-            TraceMethod::PathPredecessorSeek => Variant::PathPredecessorSeek,
-            TraceMethod::PathBisect => Variant::PathBisect,
-            TraceMethod::ChainedProbe => Variant::ChainedProbe,
-            TraceMethod::ChainedBisect => Variant::ChainedBisect,
         }
     }
 
@@ -155,8 +129,8 @@ mod tests {
         );
         assert_eq!(Variant::Paged.lpm_method(), None);
         for method in TraceMethod::ALL {
-            let v = Variant::of_trace_method(method);
-            assert_eq!((v.trace_method(), v.name()), (Some(method), method.name()));
+            let v = Variant::parse(method.name()).ok();
+            assert_eq!(v.and_then(Variant::trace_method), Some(method));
         }
         assert_eq!(Variant::Bisect.trace_method(), None);
     }
