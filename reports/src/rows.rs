@@ -4,6 +4,7 @@
 
 use crate::chart::{Cell, Row};
 use crate::format;
+use crate::merge::{Merged, Source};
 use crate::order::{self, engine_colour};
 use crate::results::{Record, Results, Status};
 
@@ -27,11 +28,35 @@ pub(crate) fn file_stem(name: &str) -> String {
     }
 }
 
-/// The subtitle lines every chart carries: the run's settings and where it was made.
-pub(crate) fn subtitle(results: &Results) -> Vec<String> {
-    let c = &results.config;
-    let p = &results.provenance;
-    vec![
+/// The subtitle lines every chart carries: the settings of the run its records (those
+/// `pick` accepts) came from, and where it was made. Records of several runs give each
+/// run's lines, headed by the workloads it measured.
+pub(crate) fn subtitle(merged: &Merged, pick: impl Fn(&Record) -> bool) -> Vec<String> {
+    let mut chosen = merged.sources_of(&pick);
+    if chosen.is_empty() {
+        chosen = (0..merged.sources().len()).collect();
+    }
+    if let [only] = chosen[..] {
+        return run_lines(&merged.sources()[only]).into();
+    }
+    let mut out = Vec::new();
+    for i in chosen {
+        let mut workloads = merged.workloads_of(i, &pick);
+        if workloads.is_empty() {
+            workloads = merged.workloads_of(i, |_| true);
+        }
+        let [settings, made] = run_lines(&merged.sources()[i]);
+        out.push(format!("{}: {settings}", workloads.join(", ")));
+        out.push(made);
+    }
+    out
+}
+
+/// One run's two subtitle lines: its settings, and where and when it was made.
+fn run_lines(source: &Source) -> [String; 2] {
+    let c = &source.config;
+    let p = &source.provenance;
+    [
         format!(
             "scale {} · cache budget {} ({} mode) · durability {} · {} timed operations per measurement",
             c.scale,
