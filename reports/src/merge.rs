@@ -19,6 +19,12 @@ pub enum MergeError {
     /// No results file was given.
     #[error("no results file given: pass --results FILE (once per file)")]
     NoFiles,
+    /// The same file was given twice (each of its measurements would be in two files).
+    #[error("{path} is given twice with --results: pass each results file once")]
+    Repeated {
+        /// The file, as given the second time.
+        path: PathBuf,
+    },
     /// Two files were written with different schema versions.
     #[error("{path} has schema_version {found} but {first} has {expected}: regenerate both with the same build's `ai-meta run`")]
     Schema {
@@ -164,8 +170,16 @@ impl Merged {
     }
 
     /// Reads every file (see [`Results::load`]) and draws them together (see
-    /// [`Merged::merge`]).
+    /// [`Merged::merge`]). Refuses a file given twice, under any name, before reading.
     pub fn load(paths: &[PathBuf]) -> Result<Merged, ReportError> {
+        let same_file = |p: &PathBuf| std::fs::canonicalize(p).unwrap_or_else(|_| p.clone());
+        let resolved: Vec<PathBuf> = paths.iter().map(same_file).collect();
+        if let Some(i) = (1..paths.len()).find(|&i| resolved[..i].contains(&resolved[i])) {
+            return Err(MergeError::Repeated {
+                path: paths[i].clone(),
+            }
+            .into());
+        }
         let files = paths
             .iter()
             .map(|p| Ok((p.clone(), Results::load(p)?)))
@@ -450,6 +464,25 @@ mod tests {
         assert!(matches!(Merged::merge(vec![]), Err(MergeError::NoFiles)));
         let e = Merged::load(&[]).err().ok_or("no files accepted")?;
         assert_eq!(e.exit_code(), 2);
+        Ok(())
+    }
+
+    #[test]
+    fn a_file_given_twice_is_refused_under_any_name() -> TestResult {
+        let dir = tempfile::tempdir()?;
+        let (seed, trace) = two_runs();
+        let (a, b) = (dir.path().join("a.json"), dir.path().join("b.json"));
+        seed.save(&a)?;
+        trace.save(&b)?;
+        let again = dir.path().join(".").join("a.json");
+        let e = Merged::load(&[a.clone(), b.clone(), again.clone()]);
+        let Err(ReportError::Merge(MergeError::Repeated { path })) = e else {
+            return Err(format!("not refused as repeated: {e:?}").into());
+        };
+        assert_eq!(path, again);
+        let merged = Merged::load(&[a.clone(), b])?;
+        assert_eq!(merged.sources()[0].path, a);
+        assert_eq!(merged.results().records.len(), 4);
         Ok(())
     }
 }

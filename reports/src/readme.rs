@@ -34,10 +34,10 @@ pub(crate) fn section(merged: &Merged, charts: &[RenderedChart], prefix: &str) -
             for (i, source) in sources.iter().enumerate() {
                 let _ = writeln!(
                     out,
-                    "- {} (`{}`): on {}.",
+                    "- {}: measured on {} (`{}`).",
                     merged.workloads_of(i, |_| true).join(", "),
-                    merge::display_path(&source.path),
-                    measured(source)
+                    measured(source),
+                    merge::display_path(&source.path)
                 );
             }
             out.push('\n');

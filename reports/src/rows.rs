@@ -172,6 +172,36 @@ mod tests {
     use crate::testing::TestResult;
 
     #[test]
+    fn subtitles_name_the_runs_of_the_chosen_records() -> TestResult {
+        use crate::testing::{trace_record, trace_results};
+        let mut get = trace_record("aimeta", "path_native", None, 1);
+        (get.workload, get.trace) = ("manifest_get".into(), None);
+        let first = trace_results(vec![get]);
+        let mut second = trace_results(vec![trace_record("lmdb", "chained_probe", Some(10), 1)]);
+        second.config.scale = "quick".into();
+        let one = Merged::single(first.clone());
+        let lines = subtitle(&one, |_| true);
+        assert_eq!(lines.len(), 2);
+        assert!(lines[0].starts_with("scale ci · cache budget 64 MiB (engine mode)"));
+        let both = Merged::merge(vec![("a".into(), first), ("b".into(), second)])
+            .map_err(|e| e.to_string())?;
+        assert_eq!(
+            subtitle(&both, |r| r.workload == "kvcache_trace")[0],
+            lines[0].replacen("scale ci", "scale quick", 1)
+        );
+        let all = subtitle(&both, |_| true);
+        assert_eq!(all.len(), 4);
+        assert!(all[0].starts_with("manifest_get: scale ci ·"), "{all:?}");
+        assert!(
+            all[2].starts_with("kvcache_trace: scale quick ·"),
+            "{all:?}"
+        );
+        // Nothing chosen: every run, as there is no better answer.
+        assert_eq!(subtitle(&both, |_| false), all);
+        Ok(())
+    }
+
+    #[test]
     fn stems_cannot_escape_the_directory() -> TestResult {
         assert_eq!(file_stem("../../etc/passwd"), "______etc_passwd");
         assert_eq!(file_stem("manifest_scan"), "manifest_scan");
