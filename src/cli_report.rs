@@ -1,4 +1,5 @@
-//! `ai-meta report`: a results file to charts, tables and the README's Performance section.
+//! `ai-meta report`: one or more results files to charts, tables and the README's
+//! Performance section.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -7,10 +8,15 @@ use aimeta_reports::{ReadmeTarget, ReportRequest};
 use clap::Args;
 
 /// What `ai-meta report --help` says beyond the one-line summary.
-pub const LONG_ABOUT: &str = "Turn a results JSON file into charts, tables and the README's \
+pub const LONG_ABOUT: &str = "Turn results JSON files into charts, tables and the README's \
 Performance section: charts in DIR/docs/benchmarks/*-light.svg and *-dark.svg, tables in \
 DIR/docs/benchmarks/results.md, and the README's section between \
-<!-- performance:begin --> and <!-- performance:end -->.";
+<!-- performance:begin --> and <!-- performance:end -->.\n\n\
+Repeat --results to draw several runs together (for example every workload at seed scale \
+and a separate kvcache_trace run): each chart and table names the scale, budget and commit \
+of the run its records came from, and the README lists every run with its workloads. The \
+files must share a schema version, a measurement (workload, data set, engine, variant, \
+threads) may come from one file only, and a data set named in two files must be the same.";
 
 /// The exit codes, under the options in `ai-meta report --help`.
 pub const AFTER_HELP: &str =
@@ -19,9 +25,9 @@ pub const AFTER_HELP: &str =
 /// Options of `ai-meta report`.
 #[derive(Args, Debug)]
 pub struct ReportArgs {
-    /// Results JSON written by `ai-meta run`.
-    #[arg(long, value_name = "FILE")]
-    results: PathBuf,
+    /// Results JSON written by `ai-meta run`; repeat to draw several runs together.
+    #[arg(long, value_name = "FILE", required = true)]
+    results: Vec<PathBuf>,
     /// Repository root to write into.
     #[arg(long, value_name = "DIR", default_value = ".")]
     out: PathBuf,

@@ -3,6 +3,7 @@
 //! rendered in a light and a dark theme.
 
 use crate::chart::{Chart, Section, ValueAxis};
+use crate::merge::Merged;
 use crate::order;
 use crate::results::Results;
 use crate::rows::{dataset_header, engine_label, file_stem, full_frame_note, record_row, subtitle};
@@ -34,18 +35,25 @@ pub struct RenderedChart {
 /// the trace (whose records vary in more than engine and data set, which the trace
 /// charts and results.md show), in a stable order.
 pub fn render_charts(results: &Results) -> Vec<RenderedChart> {
-    let mut stories = trace_charts::trace_charts(results);
+    merged_charts(&Merged::single(results.clone()))
+}
+
+/// [`render_charts`] of several files drawn together: each chart's subtitle names the
+/// runs of its own records.
+pub(crate) fn merged_charts(merged: &Merged) -> Vec<RenderedChart> {
+    let results = merged.results();
+    let mut stories = trace_charts::trace_charts(merged);
     stories.extend([
-        stories::headline(results),
-        stories::scan_cliff(results),
-        stories::lpm_variants(results),
+        stories::headline(merged),
+        stories::scan_cliff(merged),
+        stories::lpm_variants(merged),
     ]);
     let story_stems: Vec<String> = stories.iter().map(|c| c.stem.clone()).collect();
     let workloads = results
         .workloads()
         .into_iter()
         .filter(|w| *w != TRACE_WORKLOAD)
-        .map(|w| workload_chart(results, w, &story_stems));
+        .map(|w| workload_chart(merged, w, &story_stems));
     stories
         .iter()
         .map(|c| render(c, true))
@@ -64,7 +72,8 @@ fn render(chart: &Chart, story: bool) -> RenderedChart {
     }
 }
 
-fn workload_chart(results: &Results, workload: &str, reserved: &[String]) -> Chart {
+fn workload_chart(merged: &Merged, workload: &str, reserved: &[String]) -> Chart {
+    let results = merged.results();
     let mut stem = file_stem(workload);
     if reserved.contains(&stem) {
         stem = format!("workload_{stem}");
@@ -96,7 +105,7 @@ fn workload_chart(results: &Results, workload: &str, reserved: &[String]) -> Cha
     Chart::new(
         &stem,
         title,
-        subtitle(results),
+        subtitle(merged, |r| r.workload == workload),
         value_axis,
         sections,
         footnotes,

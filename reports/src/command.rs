@@ -5,8 +5,9 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use crate::report::{render_report, ReportSummary, CHARTS_DIR};
-use crate::results::{ReportError, Results};
+use crate::merge::Merged;
+use crate::report::{render_merged, ReportSummary, CHARTS_DIR};
+use crate::results::ReportError;
 
 /// Where the README's Performance section goes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,8 +23,9 @@ pub enum ReadmeTarget {
 /// What `ai-meta report` is asked to do.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReportRequest {
-    /// The results JSON written by `ai-meta run`.
-    pub results: PathBuf,
+    /// The results JSON files written by `ai-meta run` (at least one), drawn together
+    /// in this order: each measurement from one file only.
+    pub results: Vec<PathBuf>,
     /// The repository root to write into.
     pub out: PathBuf,
     /// Which README to update, if any.
@@ -41,10 +43,11 @@ impl ReportRequest {
     }
 }
 
-/// Runs `ai-meta report`: loads the results and renders them (see [`render_report`]).
+/// Runs `ai-meta report`: loads the results files, draws them together (see
+/// [`Merged::merge`]) and renders them (see [`render_merged`]).
 pub fn run_report(request: &ReportRequest) -> Result<ReportSummary, ReportError> {
-    let results = Results::load(&request.results)?;
-    render_report(&results, &request.out, request.readme_path().as_deref())
+    let merged = Merged::load(&request.results)?;
+    render_merged(&merged, &request.out, request.readme_path().as_deref())
 }
 
 /// `ai-meta report` writing to the given streams: returns the exit code (0 done, 1 an
@@ -93,7 +96,7 @@ mod tests {
     #[test]
     fn the_readme_defaults_to_the_output_root() {
         let mut r = ReportRequest {
-            results: "r.json".into(),
+            results: vec!["r.json".into()],
             out: "o".into(),
             readme: ReadmeTarget::InOutput,
         };

@@ -6,7 +6,8 @@
 use std::fs;
 use std::path::{Component, Path, PathBuf};
 
-use crate::charts::{render_charts, RenderedChart};
+use crate::charts::{merged_charts, RenderedChart};
+use crate::merge::Merged;
 use crate::results::{ReportError, Results};
 use crate::{markdown, readme, write_atomically};
 
@@ -38,7 +39,19 @@ pub fn render_report(
     out_dir: &Path,
     readme: Option<&Path>,
 ) -> Result<ReportSummary, ReportError> {
-    let charts = render_charts(results);
+    render_merged(&Merged::single(results.clone()), out_dir, readme)
+}
+
+/// [`render_report`] of several results files drawn together: every chart names the
+/// run (scale, budget, commit) of its own records, results.md has a provenance column
+/// per file, and the README's section lists each file's run with its workloads. One
+/// file renders exactly as [`render_report`] does.
+pub fn render_merged(
+    merged: &Merged,
+    out_dir: &Path,
+    readme: Option<&Path>,
+) -> Result<ReportSummary, ReportError> {
+    let charts = merged_charts(merged);
     let dir = out_dir.join(CHARTS_DIR);
 
     let readme_update = match readme {
@@ -48,7 +61,7 @@ pub fn render_report(
                 source,
             })?;
             let prefix = relative_prefix(path, out_dir);
-            let body = readme::section(results, &charts, &prefix);
+            let body = readme::section(merged, &charts, &prefix);
             let new = readme::splice(&old, &body).map_err(|problem| ReportError::Readme {
                 path: path.to_path_buf(),
                 problem,
@@ -71,7 +84,7 @@ pub fn render_report(
         }
     }
     let results_md = dir.join("results.md");
-    write_if_changed(&results_md, &markdown::results_md(results), &mut changed)?;
+    write_if_changed(&results_md, &markdown::results_md(merged), &mut changed)?;
     if let Some((path, text)) = &readme_update {
         write_if_changed(path, text, &mut changed)?;
     }

@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::merge::MergeError;
+
 /// The schema version this build writes and reads.
 pub const SCHEMA_VERSION: u32 = 1;
 
@@ -57,6 +59,10 @@ pub enum ReportError {
         /// What is wrong with its markers.
         problem: String,
     },
+    /// The results files cannot be drawn together (see [`MergeError`]). Nothing was
+    /// written.
+    #[error(transparent)]
+    Merge(#[from] MergeError),
     /// An output file could not be written (the input was fine).
     #[error("cannot write {path}: {source}")]
     Write {
@@ -70,8 +76,8 @@ pub enum ReportError {
 
 impl ReportError {
     /// The exit code `ai-meta report` gives for this error: 2 for bad input (a missing
-    /// or unreadable results file or README, an unknown schema, no records, README
-    /// markers), 1 when writing the outputs failed. (The command line itself is the
+    /// or unreadable results file or README, an unknown schema, no records, files that
+    /// cannot be drawn together, README markers), 1 when writing the outputs failed. (The command line itself is the
     /// binary's to parse; it refuses bad flags with the same code 2.)
     pub fn exit_code(&self) -> i32 {
         match self {

@@ -4,6 +4,7 @@
 
 use crate::chart::{Cell, Row};
 use crate::format;
+use crate::merge::{Merged, Source};
 use crate::order::{self, engine_colour};
 use crate::results::{Record, Results, Status};
 
@@ -27,11 +28,35 @@ pub(crate) fn file_stem(name: &str) -> String {
     }
 }
 
-/// The subtitle lines every chart carries: the run's settings and where it was made.
-pub(crate) fn subtitle(results: &Results) -> Vec<String> {
-    let c = &results.config;
-    let p = &results.provenance;
-    vec![
+/// The subtitle lines every chart carries: the settings of the run its records (those
+/// `pick` accepts) came from, and where it was made. Records of several runs give each
+/// run's lines, headed by the workloads it measured.
+pub(crate) fn subtitle(merged: &Merged, pick: impl Fn(&Record) -> bool) -> Vec<String> {
+    let mut chosen = merged.sources_of(&pick);
+    if chosen.is_empty() {
+        chosen = (0..merged.sources().len()).collect();
+    }
+    if let [only] = chosen[..] {
+        return run_lines(&merged.sources()[only]).into();
+    }
+    let mut out = Vec::new();
+    for i in chosen {
+        let mut workloads = merged.workloads_of(i, &pick);
+        if workloads.is_empty() {
+            workloads = merged.workloads_of(i, |_| true);
+        }
+        let [settings, made] = run_lines(&merged.sources()[i]);
+        out.push(format!("{}: {settings}", workloads.join(", ")));
+        out.push(made);
+    }
+    out
+}
+
+/// One run's two subtitle lines: its settings, and where and when it was made.
+fn run_lines(source: &Source) -> [String; 2] {
+    let c = &source.config;
+    let p = &source.provenance;
+    [
         format!(
             "scale {} · cache budget {} ({} mode) · durability {} · {} timed operations per measurement",
             c.scale,
@@ -145,6 +170,36 @@ pub(crate) fn full_frame_note(results: &Results, workload: &str) -> Option<Strin
 mod tests {
     use super::*;
     use crate::testing::TestResult;
+
+    #[test]
+    fn subtitles_name_the_runs_of_the_chosen_records() -> TestResult {
+        use crate::testing::{trace_record, trace_results};
+        let mut get = trace_record("aimeta", "path_native", None, 1);
+        (get.workload, get.trace) = ("manifest_get".into(), None);
+        let first = trace_results(vec![get]);
+        let mut second = trace_results(vec![trace_record("lmdb", "chained_probe", Some(10), 1)]);
+        second.config.scale = "quick".into();
+        let one = Merged::single(first.clone());
+        let lines = subtitle(&one, |_| true);
+        assert_eq!(lines.len(), 2);
+        assert!(lines[0].starts_with("scale ci · cache budget 64 MiB (engine mode)"));
+        let both = Merged::merge(vec![("a".into(), first), ("b".into(), second)])
+            .map_err(|e| e.to_string())?;
+        assert_eq!(
+            subtitle(&both, |r| r.workload == "kvcache_trace")[0],
+            lines[0].replacen("scale ci", "scale quick", 1)
+        );
+        let all = subtitle(&both, |_| true);
+        assert_eq!(all.len(), 4);
+        assert!(all[0].starts_with("manifest_get: scale ci ·"), "{all:?}");
+        assert!(
+            all[2].starts_with("kvcache_trace: scale quick ·"),
+            "{all:?}"
+        );
+        // Nothing chosen: every run, as there is no better answer.
+        assert_eq!(subtitle(&both, |_| false), all);
+        Ok(())
+    }
 
     #[test]
     fn stems_cannot_escape_the_directory() -> TestResult {

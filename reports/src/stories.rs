@@ -4,8 +4,9 @@
 
 use crate::chart::{Cell, Chart, Reference, Row, Section, ValueAxis, ValueKind};
 use crate::format;
+use crate::merge::Merged;
 use crate::order::{self, engine_colour};
-use crate::results::{Record, Results};
+use crate::results::Record;
 use crate::rows::{
     dataset_header, dataset_tag, full_frame_note, missing_text, record_row, subtitle,
 };
@@ -45,7 +46,8 @@ fn best<'a>(recs: &[&'a Record], engine: &str) -> Result<&'a Record, String> {
 
 /// (c) aimeta's mean time divided by LMDB's, per workload and data set, on a log axis
 /// with a reference line at 1.
-pub(crate) fn headline(results: &Results) -> Chart {
+pub(crate) fn headline(merged: &Merged) -> Chart {
+    let results = merged.results();
     let mut rows = Vec::new();
     for w in results.workloads() {
         let all = results.datasets_of(w);
@@ -104,7 +106,7 @@ pub(crate) fn headline(results: &Results) -> Chart {
     Chart::new(
         "aimeta_vs_lmdb",
         "aimeta versus LMDB: mean time per operation, as a ratio".to_string(),
-        subtitle(results),
+        subtitle(merged, |r| r.engine == HERO || r.engine == BASELINE),
         value_axis,
         vec![Section { header: None, rows }],
         vec![footnote.to_string()],
@@ -113,7 +115,8 @@ pub(crate) fn headline(results: &Results) -> Chart {
 
 /// (a) manifest_scan per engine, data that fits the budget beside data beyond it, with
 /// aimeta's full_frame variant beside its paged mode.
-pub(crate) fn scan_cliff(results: &Results) -> Chart {
+pub(crate) fn scan_cliff(merged: &Merged) -> Chart {
+    let results = merged.results();
     let datasets = results.datasets_of(SCAN);
     let label_of = |ds: &str| dataset_tag(results, &datasets, ds, true);
     let mut sections = Vec::new();
@@ -180,7 +183,7 @@ pub(crate) fn scan_cliff(results: &Results) -> Chart {
     footnotes.extend(full_frame_note(results, SCAN));
     let title = "The scan cliff: manifest_scan inside and beyond the cache budget";
     let value_axis = ValueAxis::times("mean time per scan");
-    let sub = subtitle(results);
+    let sub = subtitle(merged, |r| r.workload == SCAN);
     Chart::new(
         "scan_cliff",
         title.to_string(),
@@ -193,7 +196,8 @@ pub(crate) fn scan_cliff(results: &Results) -> Chart {
 
 /// (b) kvchain_lpm per engine: native lookup against the two emulations, on the
 /// beyond-the-budget data set when there is one.
-pub(crate) fn lpm_variants(results: &Results) -> Chart {
+pub(crate) fn lpm_variants(merged: &Merged) -> Chart {
+    let results = merged.results();
     let datasets = results.datasets_of(LPM);
     let dataset = datasets
         .iter()
@@ -201,7 +205,7 @@ pub(crate) fn lpm_variants(results: &Results) -> Chart {
         .find(|d| order::fits(results, d) == Some(false))
         .or_else(|| datasets.first().copied());
     let mut sections = Vec::new();
-    let mut sub = subtitle(results);
+    let mut sub = subtitle(merged, |r| r.workload == LPM);
     if let Some(ds) = dataset {
         sub.push(format!("data set {}", dataset_header(results, ds)));
         let recs = results.records_of(LPM, ds);
@@ -258,7 +262,7 @@ pub(crate) fn lpm_variants(results: &Results) -> Chart {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::results::{Latency, Provenance, RunConfig, Status, SCHEMA_VERSION};
+    use crate::results::{Latency, Provenance, Results, RunConfig, Status, SCHEMA_VERSION};
     use crate::svg::LIGHT;
     use crate::testing::{assert_contains_all, TestResult};
 
@@ -284,8 +288,8 @@ mod tests {
         }
     }
 
-    fn results(records: Vec<Record>) -> Results {
-        Results {
+    fn results(records: Vec<Record>) -> Merged {
+        Merged::single(Results {
             schema_version: SCHEMA_VERSION,
             provenance: Provenance {
                 machine: "m".into(),
@@ -309,7 +313,7 @@ mod tests {
             },
             datasets: vec![],
             records,
-        }
+        })
     }
 
     #[test]

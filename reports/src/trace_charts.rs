@@ -5,12 +5,13 @@
 
 use crate::chart::{Cell, Chart, Row, Section, Tail, ValueAxis};
 use crate::format;
+use crate::merge::Merged;
 use crate::order::{self, engine_colour};
 use crate::results::{Record, Results, Status};
 use crate::rows::{missing_text, record_row, subtitle};
 use crate::trace::{
     at_setting, capacity_label, featured, split_variant, tenants_label, threads_label,
-    trace_records, KeyDesign, Setting, TraceRecord,
+    trace_records, KeyDesign, Setting, TraceRecord, TRACE_WORKLOAD,
 };
 use crate::trace_hit_rate;
 
@@ -22,17 +23,24 @@ pub(crate) const STEMS: [&str; 3] = [
 ];
 
 /// The trace charts (empty without trace records).
-pub(crate) fn trace_charts(results: &Results) -> Vec<Chart> {
-    let records = trace_records(results);
+/// Their subtitles name the run (or runs) the trace records came from, whatever the
+/// other records' runs.
+pub(crate) fn trace_charts(merged: &Merged) -> Vec<Chart> {
+    let records = trace_records(merged.results());
     if records.is_empty() {
         return Vec::new();
     }
     let setting = featured(&records);
     vec![
-        request_time(results, &records, setting),
-        trace_hit_rate::hit_rate(results, &records),
-        lookup_percentiles(results, &records, setting),
+        request_time(merged, &records, setting),
+        trace_hit_rate::hit_rate(merged, &records),
+        lookup_percentiles(merged, &records, setting),
     ]
+}
+
+/// The subtitle lines of the trace replays' run(s).
+pub(crate) fn trace_subtitle(merged: &Merged) -> Vec<String> {
+    subtitle(merged, |r| r.workload == TRACE_WORKLOAD)
 }
 
 /// The records at `setting` (all of them when no record says its setting), by engine.
@@ -103,8 +111,8 @@ fn design_label(design: Option<KeyDesign>, method: &str) -> String {
 }
 
 /// (a) Per engine and key design, the fastest lookup method's mean time per request.
-fn request_time(results: &Results, records: &[TraceRecord<'_>], setting: Option<Setting>) -> Chart {
-    let engines = by_engine(results, records, setting);
+fn request_time(merged: &Merged, records: &[TraceRecord<'_>], setting: Option<Setting>) -> Chart {
+    let engines = by_engine(merged.results(), records, setting);
     let all: Vec<&Record> = engines
         .iter()
         .flat_map(|(_, r)| r.iter().copied())
@@ -138,7 +146,7 @@ fn request_time(results: &Results, records: &[TraceRecord<'_>], setting: Option<
             rows,
         });
     }
-    let mut sub = subtitle(results);
+    let mut sub = trace_subtitle(merged);
     sub.push(setting_line(setting, &all));
     let footnotes = vec![
         "Per request: the longest cached prefix lookup, the insert batch of the missing blocks \
@@ -196,11 +204,11 @@ fn cmp_variant(a: &Record, b: &Record) -> std::cmp::Ordering {
 
 /// (c) The lookups' p50, p99 and p99.9 per engine and variant, at the featured setting.
 fn lookup_percentiles(
-    results: &Results,
+    merged: &Merged,
     records: &[TraceRecord<'_>],
     setting: Option<Setting>,
 ) -> Chart {
-    let engines = by_engine(results, records, setting);
+    let engines = by_engine(merged.results(), records, setting);
     let all: Vec<&Record> = engines
         .iter()
         .flat_map(|(_, r)| r.iter().copied())
@@ -212,7 +220,7 @@ fn lookup_percentiles(
             rows: merge_missing(mine.iter().map(|r| (*r, percentile_row(r))).collect()),
         })
         .collect();
-    let mut sub = subtitle(results);
+    let mut sub = trace_subtitle(merged);
     sub.push(setting_line(setting, &all));
     let footnotes = vec![
         "One longest-prefix lookup per request. Solid bar and first value: the median (p50); \
@@ -306,7 +314,7 @@ mod tests {
     };
 
     fn chart(results: &Results, stem: &str) -> Result<String, String> {
-        trace_charts(results)
+        trace_charts(&Merged::single(results.clone()))
             .iter()
             .find(|c| c.stem == stem)
             .map(|c| c.render(&LIGHT))
@@ -368,11 +376,14 @@ mod tests {
     fn no_trace_records_no_trace_charts_and_all_na_says_so() -> TestResult {
         let mut other = rec("aimeta", "path_native", Some(10), 1);
         other.workload = "manifest_get".into();
-        assert!(trace_charts(&trace_results(vec![other])).is_empty());
+        assert!(trace_charts(&Merged::single(trace_results(vec![other]))).is_empty());
         let mut na = rec("lmdb", "path_native", Some(10), 1);
         (na.status, na.note, na.trace) = (Status::Skipped, Some("no server".into()), None);
         let results = trace_results(vec![na]);
-        let stems: Vec<String> = trace_charts(&results).into_iter().map(|c| c.stem).collect();
+        let stems: Vec<String> = trace_charts(&Merged::single(results.clone()))
+            .into_iter()
+            .map(|c| c.stem)
+            .collect();
         assert_eq!(stems, STEMS);
         let svg = chart(&results, STEMS[0])?;
         assert_contains_all(&svg, &["every record is N/A", "N/A: skipped: no server"]);

@@ -5,10 +5,11 @@
 
 use crate::chart::{Cell, Chart, Row, Section, ValueAxis, ValueKind};
 use crate::format;
-use crate::results::{Record, Results, Status};
-use crate::rows::{missing_text, subtitle};
+use crate::merge::Merged;
+use crate::results::{Record, Status};
+use crate::rows::missing_text;
 use crate::trace::{capacity_label, tenants_label, LoopMode, Setting, Shape, TraceRecord};
-use crate::trace_charts::STEMS;
+use crate::trace_charts::{trace_subtitle, STEMS};
 
 /// Bar colour of the hit-rate chart: a property of the trace and capacity, not of an
 /// engine, so none of the engines' colours.
@@ -84,7 +85,7 @@ fn shape_hits<'a>(records: &[TraceRecord<'a>], shape: Shape) -> ShapeHits<'a> {
 }
 
 /// (b) The hit rate at each capacity, one section per tenant count.
-pub(crate) fn hit_rate(results: &Results, records: &[TraceRecord<'_>]) -> Chart {
+pub(crate) fn hit_rate(merged: &Merged, records: &[TraceRecord<'_>]) -> Chart {
     let mut shapes: Vec<Shape> = Vec::new();
     for s in records.iter().filter_map(|t| t.setting) {
         if !shapes.contains(&s.shape) {
@@ -161,7 +162,7 @@ pub(crate) fn hit_rate(results: &Results, records: &[TraceRecord<'_>]) -> Chart 
         better: "higher is better".to_string(),
         force_log: false,
     };
-    let mut sub = subtitle(results);
+    let mut sub = trace_subtitle(merged);
     sub.push("Mooncake trace; capacity as a share of the replay's distinct blocks".to_string());
     Chart::new(
         STEMS[1],
@@ -180,8 +181,9 @@ mod tests {
     use crate::testing::{assert_contains_all, trace_mix, trace_record as rec, TestResult};
     use crate::trace::trace_records;
 
-    fn chart(results: &Results) -> String {
-        hit_rate(results, &trace_records(results)).render(&LIGHT)
+    fn chart(results: &crate::Results) -> String {
+        let merged = Merged::single(results.clone());
+        hit_rate(&merged, &trace_records(results)).render(&LIGHT)
     }
 
     #[test]

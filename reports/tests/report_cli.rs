@@ -18,7 +18,7 @@ type TestResult = Result<(), Box<dyn Error>>;
 /// `--results results --out out`, with `readme` for `--readme` / `--no-readme`.
 fn request(results: &Path, out: &Path, readme: ReadmeTarget) -> ReportRequest {
     ReportRequest {
-        results: results.to_path_buf(),
+        results: vec![results.to_path_buf()],
         out: out.to_path_buf(),
         readme,
     }

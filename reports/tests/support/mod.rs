@@ -1,6 +1,7 @@
 //! A synthetic results file for the report tests: every workload, seven engines, some
 //! unsupported, skipped and failed records, and one huge outlier; the same with trace
-//! replays (`with_trace`); and the PNG check that no chart text overlaps.
+//! replays (`with_trace`); the trace replays alone as a separate run (`trace_only`); and
+//! the PNG check that no chart text overlaps.
 
 #![allow(dead_code)]
 
@@ -387,6 +388,21 @@ pub fn with_trace() -> Results {
             }
         }
     }
+    results
+}
+
+/// A separate trace-only run, as `ai-meta run --workloads kvcache_trace --scale quick`
+/// writes it: the trace replays of [`with_trace`] and their data sets alone, made at
+/// another commit, scale and cache budget than [`synthetic`].
+pub fn trace_only() -> Results {
+    let mut results = with_trace();
+    results.records.retain(|r| r.workload == "kvcache_trace");
+    results.datasets.retain(|d| d.family == "kvcache_trace");
+    results.provenance.commit = "9e8d7c6b5a4f".into();
+    results.provenance.date = "2026-12-01T09:30:00Z".into();
+    results.provenance.command = "ai-meta run --workloads kvcache_trace --scale quick".into();
+    results.config.scale = "quick".into();
+    results.config.budget_bytes = 256 << 20;
     results
 }
 
