@@ -36,7 +36,7 @@ enum Command {
     },
     /// List engines (with their capabilities), workloads and scales.
     List,
-    /// Turn a results JSON file into charts, tables and the README's Performance section.
+    /// Turn results JSON files into charts, tables and the README's Performance section.
     #[command(long_about = cli_report::LONG_ABOUT, after_help = cli_report::AFTER_HELP)]
     Report(cli_report::ReportArgs),
     /// Check an engine directory and print its size, height and counters.
