@@ -25,15 +25,6 @@ fn size(b: Option<u64>) -> String {
     }
 }
 
-fn status(s: Status) -> &'static str {
-    match s {
-        Status::Ok => "ok",
-        Status::Unsupported => "unsupported",
-        Status::Skipped => "skipped",
-        Status::Error => "error",
-    }
-}
-
 /// One table row of a record.
 fn record_row(r: &Record, io_columns: bool) -> String {
     let na = r.status != Status::Ok;
@@ -43,7 +34,7 @@ fn record_row(r: &Record, io_columns: bool) -> String {
         md_cell(&r.dataset),
         md_cell(&r.engine),
         md_cell(r.variant.as_deref().unwrap_or("")),
-        status(r.status).to_string(),
+        r.status.name().to_string(),
         cell(l.mean, 1),
         cell(l.p50, 1),
         cell(l.p99, 1),

@@ -201,6 +201,18 @@ pub enum Status {
     Error,
 }
 
+impl Status {
+    /// The status as the results file and the tables spell it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Status::Ok => "ok",
+            Status::Unsupported => "unsupported",
+            Status::Skipped => "skipped",
+            Status::Error => "error",
+        }
+    }
+}
+
 /// One measurement: a workload on a data set with an engine (and a variant).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Record {
@@ -363,6 +375,19 @@ impl Results {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn status_names_are_the_files_spelling() -> Result<(), serde_json::Error> {
+        for s in [
+            Status::Ok,
+            Status::Unsupported,
+            Status::Skipped,
+            Status::Error,
+        ] {
+            assert_eq!(serde_json::to_string(&s)?, format!("\"{}\"", s.name()));
+        }
+        Ok(())
+    }
 
     fn sample() -> Results {
         Results {

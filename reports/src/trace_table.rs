@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 
 use crate::chart::Cell;
 use crate::format::{self, md_cell};
-use crate::results::{Latency, Record, Results, Status};
+use crate::results::{Latency, Record, Results};
 use crate::rows::{cell, missing_text};
 use crate::trace::{
     at_setting, capacity_label, featured, split_variant, trace_records, Setting, TraceRecord,
@@ -55,15 +55,6 @@ pub(crate) const EXPLANATION: &str = "Per request: the longest cached prefix loo
      blocks found cached by the engine's lookups ÷ blocks requested, checked against the \
      harness's own cache model. Final size: the store on disk after the replay.";
 
-fn status(s: Status) -> &'static str {
-    match s {
-        Status::Ok => "ok",
-        Status::Unsupported => "unsupported",
-        Status::Skipped => "skipped",
-        Status::Error => "error",
-    }
-}
-
 /// p50 and p99 of `l`, or "none" twice when no batch was timed.
 fn pair(l: &Latency, batches: u64) -> [String; 2] {
     if batches == 0 {
@@ -86,7 +77,7 @@ fn row(t: &TraceRecord<'_>) -> String {
         md_cell(&r.engine),
         md_cell(design.map_or("", |d| d.name())),
         md_cell(method),
-        status(r.status).to_string(),
+        r.status.name().to_string(),
     ];
     let measured = matches!(cell(r), Cell::Value(_));
     match (&r.trace, measured) {
