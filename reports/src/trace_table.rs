@@ -156,6 +156,7 @@ pub(crate) fn featured_label(results: &Results) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::results::Status;
     use crate::testing::{trace_record as rec, trace_results, TestResult};
 
     fn results() -> Results {
