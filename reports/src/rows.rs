@@ -32,12 +32,23 @@ pub(crate) fn file_stem(name: &str) -> String {
 /// `pick` accepts) came from, and where it was made. Records of several runs give each
 /// run's lines, headed by the workloads it measured.
 pub(crate) fn subtitle(merged: &Merged, pick: impl Fn(&Record) -> bool) -> Vec<String> {
+    subtitle_of(merged, pick, true)
+}
+
+/// As `subtitle`, without the run's operations per measurement: what a trace replay's
+/// charts print, whose operations are the trace's requests (given with the replay's
+/// setting) rather than the run's count.
+pub(crate) fn subtitle_without_ops(merged: &Merged, pick: impl Fn(&Record) -> bool) -> Vec<String> {
+    subtitle_of(merged, pick, false)
+}
+
+fn subtitle_of(merged: &Merged, pick: impl Fn(&Record) -> bool, with_ops: bool) -> Vec<String> {
     let mut chosen = merged.sources_of(&pick);
     if chosen.is_empty() {
         chosen = (0..merged.sources().len()).collect();
     }
     if let [only] = chosen[..] {
-        return run_lines(&merged.sources()[only]).into();
+        return run_lines(&merged.sources()[only], with_ops).into();
     }
     let mut out = Vec::new();
     for i in chosen {
@@ -45,25 +56,30 @@ pub(crate) fn subtitle(merged: &Merged, pick: impl Fn(&Record) -> bool) -> Vec<S
         if workloads.is_empty() {
             workloads = merged.workloads_of(i, |_| true);
         }
-        let [settings, made] = run_lines(&merged.sources()[i]);
+        let [settings, made] = run_lines(&merged.sources()[i], with_ops);
         out.push(format!("{}: {settings}", workloads.join(", ")));
         out.push(made);
     }
     out
 }
 
-/// One run's two subtitle lines: its settings, and where and when it was made.
-fn run_lines(source: &Source) -> [String; 2] {
+/// One run's two subtitle lines: its settings (with its operations per measurement when
+/// `with_ops`), and where and when it was made.
+fn run_lines(source: &Source, with_ops: bool) -> [String; 2] {
     let c = &source.config;
     let p = &source.provenance;
+    let ops = if with_ops {
+        format!(" · {} timed operations per measurement", c.ops)
+    } else {
+        String::new()
+    };
     [
         format!(
-            "scale {} · cache budget {} ({} mode) · durability {} · {} timed operations per measurement",
+            "scale {} · cache budget {} ({} mode) · durability {}{ops}",
             c.scale,
             format::bytes(c.budget_bytes as f64),
             c.budget_mode,
             c.durability,
-            c.ops
         ),
         format!("{} · commit {} · {}", p.machine, p.commit, p.date),
     ]
@@ -183,6 +199,9 @@ mod tests {
         let lines = subtitle(&one, |_| true);
         assert_eq!(lines.len(), 2);
         assert!(lines[0].starts_with("scale ci · cache budget 64 MiB (engine mode)"));
+        assert!(lines[0].ends_with("timed operations per measurement"));
+        let replay = subtitle_without_ops(&one, |_| true);
+        assert!(replay[0].ends_with("durability async"), "{replay:?}");
         let both = Merged::merge(vec![("a".into(), first), ("b".into(), second)])
             .map_err(|e| e.to_string())?;
         assert_eq!(

@@ -8,7 +8,7 @@ use crate::format;
 use crate::merge::Merged;
 use crate::order::{self, engine_colour};
 use crate::results::{Record, Results, Status};
-use crate::rows::{missing_text, record_row, subtitle};
+use crate::rows::{missing_text, record_row, subtitle_without_ops};
 use crate::trace::{
     at_setting, capacity_label, featured, split_variant, tenants_label, threads_label,
     trace_records, KeyDesign, Setting, TraceRecord, TRACE_WORKLOAD,
@@ -40,7 +40,7 @@ pub(crate) fn trace_charts(merged: &Merged) -> Vec<Chart> {
 
 /// The subtitle lines of the trace replays' run(s).
 pub(crate) fn trace_subtitle(merged: &Merged) -> Vec<String> {
-    subtitle(merged, |r| r.workload == TRACE_WORKLOAD)
+    subtitle_without_ops(merged, |r| r.workload == TRACE_WORKLOAD)
 }
 
 /// The records at `setting` (all of them when no record says its setting), by engine.
