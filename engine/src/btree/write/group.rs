@@ -328,3 +328,334 @@ impl WriteTxn<'_> {
         Ok(Change::Replace { pieces, delta })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use rand::RngExt as _;
+
+    use super::super::tests::{entries, Fixture};
+    use super::*;
+    use crate::btree::{CheckReport, Version};
+    use crate::test_rng::{key, seeded, Rng};
+
+    /// An owned mutation: (key, Some(value) for a put, None for a delete).
+    type Op = (Vec<u8>, Option<Vec<u8>>);
+
+    fn borrowed(ops: &[Op]) -> Vec<Mutation<'_>> {
+        ops.iter()
+            .map(|(k, v)| match v {
+                Some(v) => Mutation::Put(k, v),
+                None => Mutation::Delete(k),
+            })
+            .collect()
+    }
+
+    /// Applies `ops` to `model` one at a time, in order.
+    fn apply_in_order(model: &mut BTreeMap<Vec<u8>, Vec<u8>>, ops: &[Op]) {
+        for (k, v) in ops {
+            match v {
+                Some(v) => model.insert(k.clone(), v.clone()),
+                None => model.remove(k),
+            };
+        }
+    }
+
+    /// Every entry of `v`, by a read of each model key and the entry count.
+    fn assert_holds(fx: &Fixture, v: &Version, model: &BTreeMap<Vec<u8>, Vec<u8>>) {
+        assert_eq!(v.entries, model.len() as u64);
+        for (k, val) in model {
+            assert_eq!(fx.get(v, k).as_ref(), Some(val), "key {k:?}");
+        }
+        let report = fx.check();
+        assert_eq!(report.entries, model.len() as u64);
+    }
+
+    /// A random value: mostly small, sometimes large enough for an overflow run.
+    fn value(rng: &mut Rng, byte: u8) -> Vec<u8> {
+        match rng.random_range(0..10) {
+            0 => vec![byte; rng.random_range(1500..9000)],
+            _ => vec![byte; rng.random_range(0..250)],
+        }
+    }
+
+    #[test]
+    fn sorting_keeps_the_last_mutation_of_each_key_in_key_order() {
+        let batch = [
+            Mutation::Put(b"b", b"1"),
+            Mutation::Put(b"a", b"1"),
+            Mutation::Delete(b"b"),
+            Mutation::Put(b"c", b"1"),
+            Mutation::Put(b"b", b"2"),
+            Mutation::Delete(b"c"),
+        ];
+        let sorted: Vec<(&[u8], Option<&[u8]>)> = sorted_last_wins(&batch)
+            .into_iter()
+            .map(|m| match m {
+                Mutation::Put(k, v) => (k, Some(v)),
+                Mutation::Delete(k) => (k, None),
+            })
+            .collect();
+        let want: Vec<(&[u8], Option<&[u8]>)> =
+            vec![(b"a", Some(b"1")), (b"b", Some(b"2")), (b"c", None)];
+        assert_eq!(sorted, want);
+        assert!(sorted_last_wins(&[]).is_empty());
+    }
+
+    #[test]
+    fn repeated_keys_in_a_batch_end_as_in_order_application() {
+        let mut fx = Fixture::new(100_000);
+        let mut model = BTreeMap::new();
+        let mut rng = seeded(14);
+        let base = entries(&mut rng, 600);
+        fx.put_all(&base);
+        model.extend(base.clone());
+        let present: Vec<Vec<u8>> = base.keys().step_by(7).cloned().collect();
+        // Put, delete, put of one key (new and present), put then delete, delete then put,
+        // and the same-length overwrite twice (the in-place path).
+        let mut ops: Vec<Op> = vec![
+            (b"new/key".to_vec(), Some(b"first".to_vec())),
+            (b"new/key".to_vec(), None),
+            (b"new/key".to_vec(), Some(b"second".to_vec())),
+            (present[0].clone(), Some(vec![1; 5000])),
+            (present[0].clone(), None),
+            (present[0].clone(), Some(b"back".to_vec())),
+            (present[1].clone(), Some(b"gone soon".to_vec())),
+            (present[1].clone(), None),
+            (b"never/stays".to_vec(), Some(vec![2; 3000])),
+            (b"never/stays".to_vec(), None),
+            (present[2].clone(), None),
+            (present[2].clone(), Some(vec![3; 4000])),
+        ];
+        // And a random mix over a few keys, so that most repeat many times.
+        let pool: Vec<Vec<u8>> = present[3..12]
+            .iter()
+            .cloned()
+            .chain((0..6).map(|i| format!("pool/{i}").into_bytes()))
+            .collect();
+        for _ in 0..200 {
+            let k = pool[rng.random_range(0..pool.len())].clone();
+            let v = rng.random_range(0..3) > 0;
+            ops.push((k.clone(), v.then(|| value(&mut rng, k[0]))));
+        }
+        let (v, changed) = fx.commit(|txn| {
+            let txn_ops = borrowed(&ops);
+            txn.apply_all(&txn_ops).expect("batch")
+        });
+        assert!(changed);
+        apply_in_order(&mut model, &ops);
+        assert_eq!(fx.get(&v, b"new/key"), Some(b"second".to_vec()));
+        assert_eq!(fx.get(&v, &present[0]), Some(b"back".to_vec()));
+        assert_eq!(fx.get(&v, &present[1]), None);
+        assert_eq!(fx.get(&v, b"never/stays"), None);
+        assert_holds(&fx, &v, &model);
+
+        // The same batch one mutation at a time gives the same contents.
+        let mut one_by_one = Fixture::new(100_000);
+        one_by_one.put_all(&base);
+        let (w, ()) = one_by_one.commit(|txn| {
+            for m in borrowed(&ops) {
+                txn.apply(m).expect("apply");
+            }
+        });
+        assert_holds(&one_by_one, &w, &model);
+    }
+
+    #[test]
+    fn the_log_records_a_batch_in_the_callers_order() {
+        let mut fx = Fixture::new(1000);
+        let mut txn = WriteTxn::new(&fx.pool, &mut fx.alloc, 1, None, 0, 0).with_log();
+        let batch = [
+            Mutation::Put(b"z", b"1"),
+            Mutation::Delete(b"a"),
+            Mutation::Put(b"m", b"2"),
+            Mutation::Put(b"z", b"3"),
+        ];
+        assert!(txn.apply_all(&batch).expect("batch"));
+        let mut want = Vec::new();
+        crate::wal::encode_ops(&mut want, b"z", Some(b"1"));
+        crate::wal::encode_ops(&mut want, b"a", None);
+        crate::wal::encode_ops(&mut want, b"m", Some(b"2"));
+        crate::wal::encode_ops(&mut want, b"z", Some(b"3"));
+        assert_eq!(txn.log_payload(), Some((4, want.as_slice())));
+        assert_eq!(txn.get(b"z").expect("get"), Some(b"3".to_vec()));
+        assert_eq!(txn.entries, 2);
+    }
+
+    #[test]
+    fn a_batch_across_many_leaves_splits_and_merges_them_and_agrees_with_a_model() {
+        let mut rng = seeded(1414);
+        let mut fx = Fixture::new(100_000);
+        let mut model = BTreeMap::new();
+        // Into the empty tree: one batch plants many leaves and the levels above them.
+        let first: Vec<Op> = entries(&mut rng, 2500)
+            .into_iter()
+            .map(|(k, v)| (k, Some(v)))
+            .rev()
+            .collect();
+        let (v, changed) = fx.commit(|txn| txn.apply_all(&borrowed(&first)).expect("plant"));
+        assert!(changed);
+        apply_in_order(&mut model, &first);
+        assert!(v.height >= 2, "height {}", v.height);
+        assert_holds(&fx, &v, &model);
+        // Batches of random puts (new keys, overwrites of other lengths, overflow values)
+        // and deletes all over the tree: leaves split into several pieces at once.
+        for round in 0..6 {
+            let keys: Vec<Vec<u8>> = model.keys().cloned().collect();
+            let ops: Vec<Op> = (0..800)
+                .map(|_| match rng.random_range(0..10) {
+                    0..=2 => (keys[rng.random_range(0..keys.len())].clone(), None),
+                    3..=4 => {
+                        let k = keys[rng.random_range(0..keys.len())].clone();
+                        let v = value(&mut rng, k[0]);
+                        (k, Some(v))
+                    }
+                    _ => {
+                        let k = key(&mut rng, 24);
+                        let v = value(&mut rng, k[0]);
+                        (k, Some(v))
+                    }
+                })
+                .collect();
+            let before = fx.check();
+            let (v, _) = fx.commit(|txn| txn.apply_all(&borrowed(&ops)).expect("batch"));
+            apply_in_order(&mut model, &ops);
+            assert_holds(&fx, &v, &model);
+            assert!(
+                fx.check().leaf_pages > before.leaf_pages,
+                "round {round}: {before:?}"
+            );
+        }
+        assert!(fx.check().overflow_pages > 0);
+        // One batch deletes nine keys in ten, in shuffled order: underfull leaves merge,
+        // inner pages too, and the tree gets lower.
+        let before = fx.check();
+        let before_height = fx.version.height;
+        let mut doomed: Vec<Op> = model
+            .keys()
+            .filter(|_| rng.random_range(0..10) != 0)
+            .map(|k| (k.clone(), None))
+            .collect();
+        for i in (1..doomed.len()).rev() {
+            doomed.swap(i, rng.random_range(0..=i));
+        }
+        let (v, changed) = fx.commit(|txn| txn.apply_all(&borrowed(&doomed)).expect("deletes"));
+        assert!(changed);
+        apply_in_order(&mut model, &doomed);
+        assert_holds(&fx, &v, &model);
+        let after = fx.check();
+        assert!(
+            after.leaf_pages * 3 < before.leaf_pages,
+            "{before:?} {after:?}"
+        );
+        assert!(
+            after.inner_pages < before.inner_pages,
+            "{before:?} {after:?}"
+        );
+        assert!(
+            v.height < before_height,
+            "height {before_height} -> {}",
+            v.height
+        );
+        // Deleting the rest in one batch empties the tree and frees every run.
+        let rest: Vec<Op> = model.keys().map(|k| (k.clone(), None)).collect();
+        let (v, _) = fx.commit(|txn| txn.apply_all(&borrowed(&rest)).expect("delete all"));
+        assert!(v.root.is_none());
+        assert_eq!((v.height, v.entries), (0, 0));
+        assert_eq!(fx.check(), CheckReport::default());
+    }
+
+    #[test]
+    fn a_batch_of_a_chain_of_path_keys_fills_its_leaves_once() {
+        // Path keys: each the one before plus a 7-byte segment, 40-byte values, batches of
+        // fifteen as the trace's requests write them.
+        let mut rng = seeded(7);
+        let mut fx = Fixture::new(100_000);
+        let mut model = BTreeMap::new();
+        for _ in 0..60 {
+            let mut k = b"kv/llama70b".to_vec();
+            let mut ops = Vec::new();
+            for _ in 0..rng.random_range(1..40) {
+                k.extend(format!("/{:06x}", rng.random_range(0..1u32 << 24)).as_bytes());
+                if k.len() > crate::btree::MAX_KEY_LEN {
+                    break;
+                }
+                ops.push((k.clone(), Some(vec![k[k.len() - 1]; 40])));
+            }
+            for chunk in ops.chunks(15) {
+                let (v, _) = fx.commit(|txn| txn.apply_all(&borrowed(chunk)).expect("batch"));
+                apply_in_order(&mut model, chunk);
+                assert_eq!(v.entries, model.len() as u64);
+            }
+        }
+        let v = fx.version.clone();
+        assert_holds(&fx, &v, &model);
+    }
+
+    #[test]
+    fn an_empty_batch_changes_nothing() {
+        let mut rng = seeded(5);
+        let mut fx = Fixture::new(1000);
+        for tree in ["empty", "full"] {
+            if tree == "full" {
+                fx.put_all(&entries(&mut rng, 300));
+            }
+            let before = fx.version.clone();
+            let mut txn = WriteTxn::new(
+                &fx.pool,
+                &mut fx.alloc,
+                before.seq + 1,
+                before.root.as_ref().map(|p| p.id()),
+                before.height,
+                before.entries,
+            )
+            .with_log();
+            assert!(!txn.apply_all(&[]).expect("empty batch"), "{tree}");
+            assert!(txn.is_empty(), "{tree}");
+            assert_eq!(txn.log_payload(), Some((0, &[][..])), "{tree}");
+            let root = before.root.as_ref().map(|p| p.id());
+            assert_eq!(
+                (txn.root, txn.height, txn.entries),
+                (root, before.height, before.entries)
+            );
+        }
+    }
+
+    #[test]
+    fn a_batch_of_deletes_of_missing_keys_changes_nothing() {
+        let mut rng = seeded(6);
+        let mut fx = Fixture::new(1000);
+        let model = entries(&mut rng, 2000);
+        fx.put_all(&model);
+        let before = fx.version.clone();
+        let (pages, free) = (fx.alloc.page_count(), fx.alloc.free_pages());
+        let missing: Vec<Vec<u8>> = (0..500)
+            .map(|_| key(&mut rng, 24))
+            .filter(|k| !model.contains_key(k))
+            .chain([b"".to_vec(), vec![0xFF; 30]])
+            .collect();
+        let ops: Vec<Op> = missing.iter().map(|k| (k.clone(), None)).collect();
+        let (v, (changed, untouched)) = fx.commit(|txn| {
+            let changed = txn.apply_all(&borrowed(&ops)).expect("deletes");
+            (changed, txn.is_empty())
+        });
+        assert!(!changed);
+        assert!(untouched, "no page was copied");
+        assert_eq!(
+            v.root.as_ref().map(|p| p.id()),
+            before.root.as_ref().map(|p| p.id())
+        );
+        assert_eq!((v.height, v.entries), (before.height, before.entries));
+        assert_eq!(
+            (fx.alloc.page_count(), fx.alloc.free_pages()),
+            (pages, free)
+        );
+        assert_holds(&fx, &v, &model);
+        // The same into an empty tree.
+        let mut empty = Fixture::new(100);
+        let (v, changed) = empty.commit(|txn| txn.apply_all(&borrowed(&ops)).expect("deletes"));
+        assert!(!changed);
+        assert!(v.root.is_none());
+    }
+}
