@@ -1,9 +1,9 @@
 //! Applying a batch of mutations in one descent: the batch is sorted by key (one mutation
 //! per key, the last the caller gave), then each inner page splits its sorted run among
 //! its children by its separators and is rebuilt once from all their changes, and each
-//! leaf is decoded once, merged with its run, and encoded once. A batch of contiguous
-//! keys, as path keys make, so decodes, sizes, cuts and encodes its one or two leaves
-//! once instead of once per key. A single mutation is the batch of one.
+//! leaf is decoded once, merged with its run, and encoded once. So a batch of contiguous
+//! keys, as path keys make, decodes, sizes, cuts and encodes its one or two leaves once
+//! instead of once per key. A single mutation is the batch of one.
 
 use super::{Change, Mutation, Piece, WriteTxn};
 use crate::error::{Error, Result};
@@ -53,8 +53,9 @@ fn runs_by_child(view: &InnerView<'_>, mutations: &[Mutation<'_>]) -> Vec<(usize
 }
 
 impl WriteTxn<'_> {
-    /// Applies `batch` atomically within this transaction, leaving the tree as applying
-    /// its mutations one at a time in order would, and logs them in that order. Returns
+    /// Applies `batch`, leaving the tree as applying its mutations one at a time in order
+    /// would, and logs them in that order. On an error the transaction must be dropped,
+    /// as after a failed `apply`. Returns
     /// false when nothing changed (an empty batch, or only deletes of missing keys).
     pub fn apply_all(&mut self, batch: &[Mutation<'_>]) -> Result<bool> {
         self.log_mutations(batch);
