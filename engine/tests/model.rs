@@ -52,6 +52,35 @@ fn value() -> impl Strategy<Value = Vec<u8>> {
     ]
 }
 
+/// A batch as a request of the trace writes path keys: a chain of keys, each the one
+/// before plus a segment, put in order (contiguous keys, one or two leaves), then some of
+/// them deleted or put again in the same batch, so that the last write of a key must win.
+fn chain_batch() -> impl Strategy<Value = Ops> {
+    let letters = || prop::sample::select(vec![b'a', b'b', b'c']);
+    (
+        prop::collection::vec(prop::sample::select(vec![b'a', b'b', b'/']), 1..4),
+        prop::collection::vec(prop::collection::vec(letters(), 1..8), 1..24),
+        prop::collection::vec(
+            (any::<prop::sample::Index>(), prop::option::of(value())),
+            0..8,
+        ),
+    )
+        .prop_map(|(start, segments, again)| {
+            let mut key = start;
+            let mut ops: Ops = Vec::new();
+            for segment in segments {
+                key.push(b'/');
+                key.extend(segment);
+                ops.push((key.clone(), Some(vec![key.len() as u8; 40])));
+            }
+            let keys: Vec<Vec<u8>> = ops.iter().map(|(k, _)| k.clone()).collect();
+            for (i, v) in again {
+                ops.push((i.get(&keys).clone(), v));
+            }
+            ops
+        })
+}
+
 fn bound() -> impl Strategy<Value = Bound<Vec<u8>>> {
     prop_oneof![
         Just(Bound::Unbounded),
@@ -73,6 +102,7 @@ fn op() -> impl Strategy<Value = Op> {
         10 => key().prop_map(Op::Delete),
         4 => (key(), any::<bool>(), prop::option::of(value())).prop_map(|(k, b, v)| Op::Cas(k, b, v)),
         4 => prop::collection::vec((key(), prop::option::of(value())), 1..30).prop_map(Op::Batch),
+        3 => chain_batch().prop_map(Op::Batch),
         6 => key().prop_map(Op::Get),
         6 => (bound(), bound(), prop::option::of(small_prefix()), any::<bool>(), prop::option::of(0usize..40))
             .prop_map(|(a, b, p, r, l)| Op::Range(a, b, p, r, l)),

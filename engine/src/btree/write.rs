@@ -1,8 +1,9 @@
-//! The write transaction: copy-on-write changes to the tree, applied one mutation at a
-//! time. A page from an earlier commit is never modified: the first change to it in this
-//! transaction copies it to a newly allocated page and schedules the old one to be freed
-//! once no snapshot can see it. Pages created by this transaction are private and are
-//! changed in place until commit publishes them.
+//! The write transaction: copy-on-write changes to the tree. A page from an earlier
+//! commit is never modified: the first change to it in this transaction copies it to a
+//! newly allocated page and schedules the old one to be freed once no snapshot can see it.
+//! Pages created by this transaction are private and are changed in place until commit
+//! publishes them. Mutations reach the pages through `group`: a batch descends once per
+//! page it changes.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -17,6 +18,8 @@ use crate::page::{
     PageHeader, PageId, Value, ValueCell, INNER_FIXED,
 };
 use crate::pool::{Access, BufferPool, Page};
+
+mod group;
 
 /// One change in a batch.
 #[derive(Debug, Clone, Copy)]
@@ -281,35 +284,27 @@ impl<'a> WriteTxn<'a> {
 
     /// Applies one mutation; returns false when it changed nothing (a missing delete).
     pub fn apply(&mut self, m: Mutation<'_>) -> Result<bool> {
-        if let Some((n, payload)) = &mut self.log {
-            match m {
+        self.log_mutations(std::slice::from_ref(&m));
+        self.apply_sorted(std::slice::from_ref(&m))
+    }
+
+    /// Records `mutations` for the log, in the order given.
+    fn log_mutations(&mut self, mutations: &[Mutation<'_>]) {
+        let Some((n, payload)) = &mut self.log else {
+            return;
+        };
+        for m in mutations {
+            match *m {
                 Mutation::Put(k, v) => crate::wal::encode_ops(payload, k, Some(v)),
                 Mutation::Delete(k) => crate::wal::encode_ops(payload, k, None),
             }
             *n += 1;
         }
-        let Some(root) = self.root else {
-            if let Mutation::Put(k, v) = m {
-                let value = self.store_value(k, v);
-                let id = self.alloc_page();
-                let entries = vec![LeafEntry {
-                    key: k.to_vec(),
-                    value,
-                }];
-                let mut buf = vec![0u8; self.ps];
-                LeafNode::encode(&entries, id, self.seq, &mut buf);
-                self.pages.insert(id, buf);
-                self.root = Some(id);
-                self.height = 1;
-                self.entries = 1;
-                return Ok(true);
-            }
-            return Ok(false);
-        };
-        let change = self.modify(root, self.height - 1, m, true)?;
-        let Change::Replace { pieces, delta } = change else {
-            return Ok(false);
-        };
+    }
+
+    /// Sets the tree after a change of the root: the entry count moved by `delta`, and
+    /// `pieces` replaced the old root.
+    fn finish_root_change(&mut self, pieces: Vec<Piece>, delta: i64) -> Result<()> {
         self.entries = self
             .entries
             .checked_add_signed(delta)
@@ -317,8 +312,7 @@ impl<'a> WriteTxn<'a> {
                 reason: "entry count went negative".into(),
             })?;
         self.grow_root(pieces);
-        self.collapse_root()?;
-        Ok(true)
+        self.collapse_root()
     }
 
     /// Makes `pieces`, what replaced the old root, the tree: none leaves it empty, one is
@@ -369,158 +363,23 @@ impl<'a> WriteTxn<'a> {
         Ok(())
     }
 
-    fn modify(
-        &mut self,
-        id: PageId,
-        level: u32,
-        m: Mutation<'_>,
-        rightmost: bool,
-    ) -> Result<Change> {
-        if level == 0 {
-            return self.modify_leaf(id, m, rightmost);
-        }
-        let l = self.load(id, level)?;
-        let (idx, child_id, n) = {
-            let v = InnerView::new(self.bytes(&l));
-            let i = v.search(m.key());
-            (i, v.child(i), v.len())
-        };
-        let Change::Replace { pieces, delta } =
-            self.modify(child_id, level - 1, m, rightmost && idx + 1 == n)?
-        else {
-            return Ok(Change::None);
-        };
-        let underfull = |p: &Piece| p.bytes < self.ps / 4;
-        if pieces.len() == 1 && pieces[0].sep.is_none() && !underfull(&pieces[0]) {
-            let nid = self.make_private(&l);
-            let buf = self.pages.get_mut(&nid).ok_or_else(|| Error::Integrity {
-                reason: "private page vanished".into(),
-            })?;
-            InnerView::patch_child(buf, idx, pieces[0].id, pieces[0].count);
-            let total = InnerView::new(buf).total();
-            return Ok(Change::Replace {
-                pieces: vec![Piece {
-                    sep: None,
-                    id: nid,
-                    count: total,
-                    bytes: self.ps,
-                }],
-                delta,
-            });
-        }
-        let mut node = InnerNode::decode(&InnerView::new(self.bytes(&l)));
-        let merge_candidate = pieces.len() == 1 && underfull(&pieces[0]);
-        let old_sep = std::mem::take(&mut node.seps[idx]);
-        node.seps.remove(idx);
-        node.children.remove(idx);
-        node.counts.remove(idx);
-        for (k, p) in pieces.into_iter().enumerate() {
-            let sep = if k == 0 {
-                old_sep.clone()
-            } else {
-                p.sep.unwrap_or_default()
-            };
-            node.seps.insert(idx + k, sep);
-            node.children.insert(idx + k, p.id);
-            node.counts.insert(idx + k, p.count);
-        }
-        if let Some(first) = node.seps.first_mut() {
-            first.clear();
-        }
-        if merge_candidate && node.len() > 1 {
-            self.try_merge(&mut node, idx, level - 1)?;
-        }
-        if node.is_empty() {
-            self.retire(&l);
-            return Ok(Change::Replace {
-                pieces: Vec::new(),
-                delta,
-            });
-        }
-        let pieces = self.write_inner(&l, node, rightmost);
-        Ok(Change::Replace { pieces, delta })
+    /// Encodes leaf entries into one or more private pages, the first in place of `l`.
+    fn write_leaf(&mut self, l: &Loaded, entries: &[LeafEntry], append: bool) -> Vec<Piece> {
+        let first = self.target(l);
+        self.encode_leaf(first, entries, append)
     }
 
-    fn modify_leaf(&mut self, id: PageId, m: Mutation<'_>, rightmost: bool) -> Result<Change> {
-        let l = self.load(id, 0)?;
-        let (found, n, same_len_inline) = {
-            let view = LeafView::new(self.bytes(&l));
-            let found = view.search(m.key());
-            let same = match (found, m) {
-                (Ok(i), Mutation::Put(k, v)) => {
-                    matches!(view.value(i), ValueCell::Inline(old) if old.len() == v.len())
-                        && self.inline_ok(k, v)
-                }
-                _ => false,
-            };
-            (found, view.len(), same)
-        };
-        if let (true, Ok(i), Mutation::Put(_, v)) = (same_len_inline, found, m) {
-            let nid = self.make_private(&l);
-            if let Some(buf) = self.pages.get_mut(&nid) {
-                LeafView::overwrite_inline_value(buf, i, v);
-            }
-            return Ok(Change::Replace {
-                pieces: vec![Piece {
-                    sep: None,
-                    id: nid,
-                    count: n as u64,
-                    bytes: self.ps,
-                }],
-                delta: 0,
-            });
-        }
-        let mut node = LeafNode::decode(&LeafView::new(self.bytes(&l)));
-        let (delta, append) = match (m, found) {
-            (Mutation::Delete(_), Err(_)) => return Ok(Change::None),
-            (Mutation::Delete(_), Ok(i)) => {
-                let old = node.entries.remove(i);
-                self.free_value(&old.value);
-                (-1, false)
-            }
-            (Mutation::Put(k, v), Ok(i)) => {
-                let old = std::mem::replace(&mut node.entries[i].value, Value::Inline(Vec::new()));
-                self.free_value(&old);
-                node.entries[i].value = self.store_value(k, v);
-                (0, false)
-            }
-            (Mutation::Put(k, v), Err(i)) => {
-                let value = self.store_value(k, v);
-                node.entries.insert(
-                    i,
-                    LeafEntry {
-                        key: k.to_vec(),
-                        value,
-                    },
-                );
-                (1, rightmost && i + 1 == node.entries.len())
-            }
-        };
-        if node.entries.is_empty() {
-            self.retire(&l);
-            return Ok(Change::Replace {
-                pieces: Vec::new(),
-                delta,
-            });
-        }
-        let pieces = self.write_leaf(&l, node.entries, append);
-        Ok(Change::Replace { pieces, delta })
-    }
-
-    /// Encodes leaf entries into one or more private pages.
-    fn write_leaf(&mut self, l: &Loaded, entries: Vec<LeafEntry>, append: bool) -> Vec<Piece> {
-        let cuts = leaf_cut_points(&entries, self.ps, append);
+    /// Encodes leaf entries into private pages: `first` (already allocated) and as many
+    /// new ones as its cuts need.
+    fn encode_leaf(&mut self, first: PageId, entries: &[LeafEntry], append: bool) -> Vec<Piece> {
+        let cuts = leaf_cut_points(entries, self.ps, append);
         let mut bounds = vec![0];
         bounds.extend(&cuts);
         bounds.push(entries.len());
         let mut pieces = Vec::with_capacity(bounds.len() - 1);
         for w in bounds.windows(2) {
             let group = &entries[w[0]..w[1]];
-            let id = if w[0] == 0 {
-                self.target(l)
-            } else {
-                self.alloc_page()
-            };
+            let id = if w[0] == 0 { first } else { self.alloc_page() };
             let mut buf = vec![0u8; self.ps];
             LeafNode::encode(group, id, self.seq, &mut buf);
             let sep = (w[0] > 0).then(|| shortest_separator(&entries[w[0] - 1].key, &group[0].key));

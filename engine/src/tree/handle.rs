@@ -121,7 +121,9 @@ impl Tree {
         })
     }
 
-    /// Applies every operation of `batch` in order, atomically.
+    /// Applies every operation of `batch` in order, atomically: the tree ends as if they
+    /// ran one after another (for a repeated key the last one wins), and the log records
+    /// them in that order. They reach the pages sorted by key, each page changed once.
     pub fn apply_batch(&self, batch: &WriteBatch) -> Result<()> {
         for (k, v) in &batch.ops {
             check_key(k)?;
@@ -129,15 +131,15 @@ impl Tree {
                 check_value(v)?;
             }
         }
-        self.write(|txn| {
-            for (k, v) in &batch.ops {
-                match v {
-                    Some(v) => txn.apply(Mutation::Put(k, v))?,
-                    None => txn.apply(Mutation::Delete(k))?,
-                };
-            }
-            Ok(())
-        })
+        let mutations: Vec<Mutation<'_>> = batch
+            .ops
+            .iter()
+            .map(|(k, v)| match v {
+                Some(v) => Mutation::Put(k, v),
+                None => Mutation::Delete(k),
+            })
+            .collect();
+        self.write(|txn| txn.apply_all(&mutations).map(|_| ()))
     }
 
     /// Runs `f` in a write transaction and commits what it changed.
