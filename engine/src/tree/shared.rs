@@ -275,12 +275,16 @@ impl Shared {
             cur.height,
             cur.entries,
         );
-        for (k, v) in &rec.ops {
-            match v {
-                Some(v) => txn.apply(Mutation::Put(k, v))?,
-                None => txn.apply(Mutation::Delete(k))?,
-            };
-        }
+        // One record is one committed batch: replayed as one, each page changed once.
+        let mutations: Vec<Mutation<'_>> = rec
+            .ops
+            .iter()
+            .map(|(k, v)| match v {
+                Some(v) => Mutation::Put(k, v),
+                None => Mutation::Delete(k),
+            })
+            .collect();
+        txn.apply_all(&mutations)?;
         let c = txn.commit()?;
         w.seq = rec.seq;
         self.publish(&mut w, Version::new(rec.seq, c.root, c.height, c.entries));
