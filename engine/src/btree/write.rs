@@ -31,6 +31,17 @@ pub enum Mutation<'a> {
 }
 
 impl<'a> Mutation<'a> {
+    /// The mutations of logged or batched operations, `(key, Some(value))` a put and
+    /// `(key, None)` a delete, in their order.
+    pub fn all_of(ops: &'a [(Vec<u8>, Option<Vec<u8>>)]) -> Vec<Mutation<'a>> {
+        ops.iter()
+            .map(|(k, v)| match v {
+                Some(v) => Mutation::Put(k, v),
+                None => Mutation::Delete(k),
+            })
+            .collect()
+    }
+
     fn key(&self) -> &'a [u8] {
         match self {
             Mutation::Put(k, _) | Mutation::Delete(k) => k,

@@ -131,14 +131,7 @@ impl Tree {
                 check_value(v)?;
             }
         }
-        let mutations: Vec<Mutation<'_>> = batch
-            .ops
-            .iter()
-            .map(|(k, v)| match v {
-                Some(v) => Mutation::Put(k, v),
-                None => Mutation::Delete(k),
-            })
-            .collect();
+        let mutations = Mutation::all_of(&batch.ops);
         self.write(|txn| txn.apply_all(&mutations).map(|_| ()))
     }
 

@@ -276,15 +276,7 @@ impl Shared {
             cur.entries,
         );
         // One record is one committed batch: replayed as one, each page changed once.
-        let mutations: Vec<Mutation<'_>> = rec
-            .ops
-            .iter()
-            .map(|(k, v)| match v {
-                Some(v) => Mutation::Put(k, v),
-                None => Mutation::Delete(k),
-            })
-            .collect();
-        txn.apply_all(&mutations)?;
+        txn.apply_all(&Mutation::all_of(&rec.ops))?;
         let c = txn.commit()?;
         w.seq = rec.seq;
         self.publish(&mut w, Version::new(rec.seq, c.root, c.height, c.entries));
