@@ -404,7 +404,10 @@ pub fn render_table(rows: &[Row]) -> String {
             CheckKind::Ratio,
             "ratios (median over rounds; this engine / the other)",
         ),
-        (CheckKind::Counter, "counters (deterministic; exact)"),
+        (
+            CheckKind::Counter,
+            "counters (deterministic; exact unless the baseline gives a slack)",
+        ),
     ] {
         let _ = writeln!(out, "-- {title}");
         for r in rows.iter().filter(|r| r.kind == kind) {

@@ -264,10 +264,10 @@ pub struct TraceStats {
     /// Tenants replayed at once (block ids salted per tenant, requests interleaved by
     /// timestamp).
     pub tenants: u32,
-    /// Index capacity in blocks as a percentage of the replay's distinct blocks; `None`:
-    /// unlimited.
+    /// Capacity as a percentage of each tenant's distinct blocks; `None`: unlimited.
     pub capacity_percent: Option<u32>,
-    /// Index capacity in blocks; `None`: unlimited.
+    /// Each tenant's cache capacity in blocks (every tenant has its own); `None`:
+    /// unlimited.
     pub capacity_blocks: Option<u64>,
     /// Distinct blocks over the whole replay (all tenants).
     pub distinct_blocks: u64,

@@ -72,6 +72,13 @@ fn first_stats<'a>(recs: &[&'a Record]) -> Option<&'a crate::TraceStats> {
         .find_map(|r| r.trace.as_ref())
 }
 
+/// " (N blocks)" for one tenant, " (N blocks a tenant)" for several: the capacity is each
+/// tenant's own cache.
+pub(crate) fn capacity_blocks_label(blocks: u64, tenants: u32) -> String {
+    let per = if tenants > 1 { " a tenant" } else { "" };
+    format!(" ({} blocks{per})", format::thousands(blocks))
+}
+
 /// The subtitle line describing the featured setting and its hit rate.
 fn setting_line(setting: Option<Setting>, recs: &[&Record]) -> String {
     let Some(s) = setting else {
@@ -80,7 +87,10 @@ fn setting_line(setting: Option<Setting>, recs: &[&Record]) -> String {
     let stats = first_stats(recs);
     let mut capacity = capacity_label(s.shape.capacity_percent);
     if let Some(blocks) = stats.and_then(|t| t.capacity_blocks) {
-        capacity.push_str(&format!(" ({} blocks)", format::thousands(blocks)));
+        capacity.push_str(&capacity_blocks_label(
+            blocks,
+            stats.map_or(1, |t| t.tenants),
+        ));
     }
     let mut line = format!(
         "Mooncake trace: {} · capacity {capacity} · {} · {}",
@@ -308,6 +318,15 @@ fn percentile_row(r: &Record) -> Row {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_capacity_says_it_is_each_tenants_when_there_are_several() {
+        assert_eq!(capacity_blocks_label(18_279, 1), " (18,279 blocks)");
+        assert_eq!(
+            capacity_blocks_label(18_279, 4),
+            " (18,279 blocks a tenant)"
+        );
+    }
     use crate::svg::LIGHT;
     use crate::testing::{
         assert_contains_all, trace_mix, trace_record as rec, trace_results, TestResult,

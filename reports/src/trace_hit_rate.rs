@@ -9,6 +9,7 @@ use crate::merge::Merged;
 use crate::results::{Record, Status};
 use crate::rows::missing_text;
 use crate::trace::{capacity_label, tenants_label, LoopMode, Setting, Shape, TraceRecord};
+use crate::trace_charts::capacity_blocks_label;
 use crate::trace_charts::{trace_subtitle, STEMS};
 
 /// Bar colour of the hit-rate chart: a property of the trace and capacity, not of an
@@ -109,7 +110,10 @@ pub(crate) fn hit_rate(merged: &Merged, records: &[TraceRecord<'_>]) -> Chart {
             let stats = hits.shown.and_then(|r| r.trace.as_ref());
             let mut label = capacity_label(shape.capacity_percent);
             if let Some(blocks) = stats.and_then(|t| t.capacity_blocks) {
-                label.push_str(&format!(" ({} blocks)", format::thousands(blocks)));
+                label.push_str(&capacity_blocks_label(
+                    blocks,
+                    stats.map_or(1, |t| t.tenants),
+                ));
             }
             let (cell, mut annotation) = match stats {
                 Some(t) => (

@@ -49,7 +49,8 @@ pub const CI: Scale = Scale {
     trace_tenants: 1,
 };
 
-/// The default of a plain `cargo bench`: under 20 minutes.
+/// The default of a plain `cargo bench`: under 20 minutes, plus about 55 for the trace
+/// replay (4 tenants, every engine; docs/performance.md).
 pub const QUICK: Scale = Scale {
     name: "quick",
     budget_bytes: 6 << 20,
