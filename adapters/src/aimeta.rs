@@ -192,9 +192,7 @@ impl KvEngine for AimetaEngine {
     }
 
     fn delete(&self, key: &[u8]) -> Result<()> {
-        // A key the engine cannot hold is absent: deleting it is a no-op, as for an empty
-        // key and as on the other engines.
-        if key.is_empty() || key.len() > aimeta_engine::MAX_KEY_LEN {
+        if key.is_empty() {
             return Ok(());
         }
         self.tree.delete(key).map(|_| ()).map_err(berr("delete"))
@@ -206,11 +204,7 @@ impl KvEngine for AimetaEngine {
         for op in ops {
             match *op {
                 BatchOp::Put { key, value } => batch.put(key, value),
-                BatchOp::Delete { key }
-                    if key.is_empty() || key.len() > aimeta_engine::MAX_KEY_LEN =>
-                {
-                    &mut batch
-                }
+                BatchOp::Delete { key: [] } => &mut batch,
                 BatchOp::Delete { key } => batch.delete(key),
             };
         }

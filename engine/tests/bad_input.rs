@@ -28,6 +28,11 @@ fn empty_and_oversized_keys_and_values_are_refused() -> TestResult {
     let e = tree.put(b"k", &big).expect_err("big value");
     assert!(e.to_string().contains(&MAX_VALUE_LEN.to_string()), "{e}");
     assert!(tree.delete(b"").is_err());
+    // A key too long to store is absent: deleting it changes nothing, alone or in a batch.
+    assert!(!tree.delete(&long)?);
+    let mut batch = aimeta_engine::WriteBatch::new();
+    batch.delete(long.clone());
+    tree.apply_batch(&batch)?;
     // Keys and values at the limits are accepted, large values through overflow pages.
     let max_key = vec![b'm'; MAX_KEY_LEN];
     let value = vec![7u8; 200_000];

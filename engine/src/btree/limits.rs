@@ -46,6 +46,16 @@ pub fn check_key(key: &[u8]) -> Result<()> {
     Ok(())
 }
 
+/// Checks the key of a delete: an empty key is refused as for a write; a key longer than
+/// [`MAX_KEY_LEN`] cannot be stored, so deleting it is a no-op (false), as deleting any
+/// absent key is.
+pub fn check_delete_key(key: &[u8]) -> Result<bool> {
+    if key.len() > MAX_KEY_LEN {
+        return Ok(false);
+    }
+    check_key(key).map(|()| true)
+}
+
 /// Refuses a value longer than [`MAX_VALUE_LEN`].
 pub fn check_value(value: &[u8]) -> Result<()> {
     if value.len() > MAX_VALUE_LEN {
@@ -77,6 +87,12 @@ mod tests {
                 len: 2001,
                 max: 2000
             })
+        ));
+        assert!(matches!(check_delete_key(b""), Err(Error::EmptyKey { .. })));
+        assert!(matches!(check_delete_key(&[b'k'; MAX_KEY_LEN]), Ok(true)));
+        assert!(matches!(
+            check_delete_key(&[b'k'; MAX_KEY_LEN + 1]),
+            Ok(false)
         ));
         assert!(check_value(b"").is_ok());
         assert!(matches!(

@@ -17,7 +17,7 @@ pub use bulk::bulk_load;
 pub use check::{check_tree, CheckReport};
 pub use cursor::{Cursor, ScanBounds};
 pub use keys::{prefix_successor, KeyItem, ListState};
-pub use limits::{check_key, check_value, MAX_KEY_LEN, MAX_VALUE_LEN};
+pub use limits::{check_delete_key, check_key, check_value, MAX_KEY_LEN, MAX_VALUE_LEN};
 pub use lpm::longest_prefix_in;
 pub use read::{count_range, get_value, leaf_page_of, read_value};
 pub use version::Version;

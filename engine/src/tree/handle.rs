@@ -12,7 +12,7 @@ use super::open::open;
 use super::readable::{ReadView, Readable};
 use super::shared::Shared;
 use super::snapshot::Snapshot;
-use crate::btree::{check_key, check_value, CheckReport, Mutation, WriteTxn};
+use crate::btree::{check_delete_key, check_key, check_value, CheckReport, Mutation, WriteTxn};
 use crate::error::{OpenError, Result};
 use crate::pool::Metrics;
 
@@ -92,7 +92,9 @@ impl Tree {
 
     /// Removes `key`; returns whether it was present.
     pub fn delete(&self, key: &[u8]) -> Result<bool> {
-        check_key(key)?;
+        if !check_delete_key(key)? {
+            return Ok(false);
+        }
         self.write(|txn| txn.apply(Mutation::Delete(key)))
     }
 
@@ -126,9 +128,15 @@ impl Tree {
     /// them in that order. They reach the pages sorted by key, each page changed once.
     pub fn apply_batch(&self, batch: &WriteBatch) -> Result<()> {
         for (k, v) in &batch.ops {
-            check_key(k)?;
-            if let Some(v) = v {
-                check_value(v)?;
+            match v {
+                Some(v) => {
+                    check_key(k)?;
+                    check_value(v)?;
+                }
+                // An over-long key is absent: its delete is a no-op mutation.
+                None => {
+                    check_delete_key(k)?;
+                }
             }
         }
         let mutations = Mutation::all_of(&batch.ops);
