@@ -45,6 +45,6 @@ pub use readme::{BEGIN_MARKER, END_MARKER};
 pub use report::{render_merged, render_report, ReportSummary, CHARTS_DIR};
 pub use repro::repro_tables;
 pub use results::{
-    Dataset, IoPerOp, Latency, Provenance, Record, ReportError, Results, RunConfig, Status,
-    TraceStats, SCHEMA_VERSION,
+    AllocPerOp, Dataset, DeviceFloor, IoPerOp, Latency, Provenance, Record, ReportError, Results,
+    RunConfig, Status, SweepConfig, TraceStats, WorkingSet, WorkingSetSource, SCHEMA_VERSION,
 };

@@ -331,6 +331,8 @@ mod tests {
             io_per_op: io,
             load_secs: None,
             trace: None,
+            working_set: None,
+            alloc_per_op: None,
         }
     }
 

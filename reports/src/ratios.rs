@@ -242,12 +242,15 @@ mod tests {
             io_per_op: None,
             load_secs: None,
             trace: None,
+            working_set: None,
+            alloc_per_op: None,
         }
     }
 
     fn run(scan: f64, native: f64) -> Results {
         Results {
             schema_version: SCHEMA_VERSION,
+            device: None,
             provenance: Provenance {
                 machine: "m".into(),
                 cores: 2,
@@ -267,6 +270,7 @@ mod tests {
                 durability: "async".into(),
                 seed: 1,
                 ops: 1,
+                sweep: None,
             },
             datasets: vec![Dataset {
                 name: "d".into(),

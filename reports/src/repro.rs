@@ -221,6 +221,8 @@ mod tests {
             }),
             load_secs: None,
             trace: None,
+            working_set: None,
+            alloc_per_op: None,
         }
     }
 
@@ -236,6 +238,7 @@ mod tests {
         };
         let r = Results {
             schema_version: SCHEMA_VERSION,
+            device: None,
             provenance: Provenance {
                 machine: "m".into(),
                 cores: 2,
@@ -255,6 +258,7 @@ mod tests {
                 durability: "async".into(),
                 seed: 42,
                 ops: 10,
+                sweep: None,
             },
             datasets: vec![
                 ds("manifest_fits", "manifest", true),

@@ -130,6 +130,22 @@ pub struct RunConfig {
     pub seed: u64,
     /// Timed operations per measurement.
     pub ops: u64,
+    /// What an `ai-meta sweep` varied (None: a run at one scale).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sweep: Option<SweepConfig>,
+}
+
+/// The settings of an `ai-meta sweep`: the same workloads on manifests of several sizes
+/// at one budget, and the thread counts of its parallel gets and scans.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SweepConfig {
+    /// Manifest sizes in keys, ascending; each is a data set named `manifest_<keys>`
+    /// (for example `manifest_1e5`, `manifest_5e7`).
+    pub sizes: Vec<u64>,
+    /// Reader thread counts of the parallel workloads, ascending.
+    pub threads: Vec<u32>,
+    /// The data set the thread counts ran on (the largest size).
+    pub threads_dataset: String,
 }
 
 /// A data set the workloads ran on.
@@ -250,6 +266,77 @@ pub struct Record {
     /// `ns_per_op`; absent for the other workloads.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace: Option<TraceStats>,
+    /// The working set the timed operations touched, against the budget; absent where
+    /// it was not computed (bulk loads, trace replays).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub working_set: Option<WorkingSet>,
+    /// Heap allocations per timed operation in the harness's process (engine, adapter
+    /// and workload code together; PostgreSQL's server allocates in its own processes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alloc_per_op: Option<AllocPerOp>,
+}
+
+/// How a working set was worked out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WorkingSetSource {
+    /// From the keys the timed operations read, packed into 4 KiB pages in key order:
+    /// a lower bound for every engine (none stores a page of keys in less).
+    KeyLayout,
+    /// Distinct pages counted by the engine itself.
+    EngineCounters,
+}
+
+/// The distinct data the timed operations of one measurement touched.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct WorkingSet {
+    /// Distinct 4 KiB pages.
+    pub pages: u64,
+    /// `pages` x 4096.
+    pub bytes: u64,
+    /// `bytes` divided by the run's budget: above 1 the measurement is beyond the
+    /// budget in working set, not only in data size.
+    pub ratio_to_budget: f64,
+    /// How it was worked out.
+    pub source: WorkingSetSource,
+}
+
+impl WorkingSet {
+    /// True when the working set is larger than the budget.
+    pub fn beyond_budget(&self) -> bool {
+        self.ratio_to_budget > 1.0
+    }
+}
+
+/// Heap allocations per timed operation, as a counting global allocator saw them.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct AllocPerOp {
+    /// Bytes allocated (reallocations count their new size).
+    pub bytes: f64,
+    /// Calls to the allocator (alloc, alloc_zeroed and realloc).
+    pub allocations: f64,
+}
+
+/// The storage device's own floor under the work directory, measured at the start of a
+/// run: what no engine's read from disk can beat.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DeviceFloor {
+    /// The directory measured (where the stores lived).
+    pub path: String,
+    /// Size of the file read, in bytes (larger than any cache the measurement could hit).
+    pub file_bytes: u64,
+    /// Whether the reads bypassed the page cache (O_DIRECT); false where the file system
+    /// refused it, and then the numbers are an upper bound of the device's speed.
+    pub direct: bool,
+    /// Latency of one random 4 KiB read at queue depth 1, in nanoseconds.
+    pub read_4k_qd1: Latency,
+    /// Random 4 KiB reads per second at queue depth 1.
+    pub iops_qd1: f64,
+    /// Random 4 KiB reads per second at queue depth 8 (8 threads, one read each in
+    /// flight).
+    pub iops_qd8: f64,
+    /// Seconds the measurement took.
+    pub secs: f64,
 }
 
 /// One replay of a KV-cache request trace on one engine, key design and lookup method
@@ -318,6 +405,9 @@ pub struct Results {
     pub datasets: Vec<Dataset>,
     /// Measurements.
     pub records: Vec<Record>,
+    /// The device's floor under the work directory, where the run measured it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<DeviceFloor>,
 }
 
 impl Results {
@@ -392,6 +482,7 @@ mod tests {
     fn sample() -> Results {
         Results {
             schema_version: SCHEMA_VERSION,
+            device: None,
             provenance: crate::testing::provenance("rustc 1.95.0", "ai-meta run"),
             config: RunConfig {
                 scale: "ci".into(),
@@ -400,6 +491,7 @@ mod tests {
                 durability: "async".into(),
                 seed: 1,
                 ops: 100,
+                sweep: None,
             },
             datasets: vec![],
             records: vec![Record {
@@ -417,6 +509,8 @@ mod tests {
                 io_per_op: None,
                 load_secs: None,
                 trace: None,
+                working_set: None,
+                alloc_per_op: None,
             }],
         }
     }

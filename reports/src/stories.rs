@@ -285,12 +285,15 @@ mod tests {
             io_per_op: None,
             load_secs: None,
             trace: None,
+            working_set: None,
+            alloc_per_op: None,
         }
     }
 
     fn results(records: Vec<Record>) -> Merged {
         Merged::single(Results {
             schema_version: SCHEMA_VERSION,
+            device: None,
             provenance: Provenance {
                 machine: "m".into(),
                 cores: 1,
@@ -310,6 +313,7 @@ mod tests {
                 durability: "sync".into(),
                 seed: 1,
                 ops: 10,
+                sweep: None,
             },
             datasets: vec![],
             records,

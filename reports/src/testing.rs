@@ -130,6 +130,7 @@ pub(crate) fn trace_results(records: Vec<crate::Record>) -> crate::Results {
     }
     crate::Results {
         schema_version: crate::SCHEMA_VERSION,
+        device: None,
         provenance: provenance("rustc 1.95.0", "ai-meta run --workloads kvcache_trace"),
         config: crate::RunConfig {
             scale: "ci".into(),
@@ -138,6 +139,7 @@ pub(crate) fn trace_results(records: Vec<crate::Record>) -> crate::Results {
             durability: "async".into(),
             seed: 1,
             ops: 1000,
+            sweep: None,
         },
         datasets,
         records,

@@ -166,6 +166,8 @@ fn record(workload: &str, dataset: &str, engine: &str, variant: Option<&str>) ->
         }),
         load_secs: ok.then_some(1.5),
         trace: None,
+        working_set: None,
+        alloc_per_op: None,
     }
 }
 
@@ -190,6 +192,7 @@ pub fn synthetic() -> Results {
     }
     Results {
         schema_version: SCHEMA_VERSION,
+        device: None,
         provenance: Provenance {
             machine: "AMD EPYC 7B13, 2 cores, 24 GiB".into(),
             cores: 2,
@@ -209,6 +212,7 @@ pub fn synthetic() -> Results {
             durability: "async".into(),
             seed: 42,
             ops: 1000,
+            sweep: None,
         },
         datasets: vec![
             dataset("manifest_beyond", "manifest", 2_000_000, false, 6.0),
@@ -288,6 +292,8 @@ fn trace_record(
         io_per_op: None,
         load_secs: None,
         trace: None,
+        working_set: None,
+        alloc_per_op: None,
     };
     match engine {
         "postgres" => {

@@ -356,6 +356,7 @@ pub fn new_results(o: &RunOptions) -> Result<Results, RunError> {
     let (machine, cores, memory_bytes) = sys::machine();
     Ok(Results {
         schema_version: SCHEMA_VERSION,
+        device: None,
         provenance: Provenance {
             machine: format!("{machine}, {cores} cores, {} GiB", memory_bytes >> 30),
             cores,
@@ -375,6 +376,7 @@ pub fn new_results(o: &RunOptions) -> Result<Results, RunError> {
             durability: format!("{:?}", o.durability).to_lowercase(),
             seed: o.seed,
             ops: o.scale.ops,
+            sweep: None,
         },
         datasets: Vec::new(),
         records: Vec::new(),

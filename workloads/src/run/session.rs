@@ -310,6 +310,8 @@ impl Session {
             size_on_disk_bytes: Some(self.size),
             load_secs: Some(self.load_secs),
             trace: None,
+            working_set: None,
+            alloc_per_op: None,
             note: Some(
                 "one timed load of the whole data set, checkpoint included; ns_per_op is per key"
                     .into(),
@@ -584,6 +586,8 @@ impl Session {
                     io_per_op: Some(io),
                     load_secs: Some(self.load_secs),
                     trace: None,
+                    working_set: None,
+                    alloc_per_op: None,
                     ..base_record(*w, &self.dataset.name, self.kind, *v)
                 }
             })
@@ -619,6 +623,8 @@ pub fn base_record(
         io_per_op: None,
         load_secs: None,
         trace: None,
+        working_set: None,
+        alloc_per_op: None,
     }
 }
 
