@@ -22,6 +22,11 @@ use aimeta_workloads::run::{
 use aimeta_workloads::scale::{Scale, QUICK};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 
+/// Counts each thread's allocations, so that the results carry allocations per operation.
+#[global_allocator]
+static ALLOCATOR: aimeta_workloads::alloc_count::CountingAllocator =
+    aimeta_workloads::alloc_count::CountingAllocator;
+
 fn options() -> Result<RunOptions, String> {
     let scale = match std::env::var("AI_META_SCALE") {
         Ok(name) => Scale::by_name(&name)

@@ -8,8 +8,15 @@ mod cli_run;
 
 use std::process::ExitCode;
 
+use aimeta_workloads::alloc_count::CountingAllocator;
+
 use aimeta_engine::{Tree, TreeConfig};
 use clap::{Parser, Subcommand};
+
+/// Counts each thread's allocations, so that results carry allocations per operation
+/// (docs/performance.md); it forwards every call to the system allocator.
+#[global_allocator]
+static ALLOCATOR: CountingAllocator = CountingAllocator;
 
 /// How embedded storage engines behave on AI-metadata workloads.
 #[derive(Parser, Debug)]

@@ -5,6 +5,7 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod alloc_count;
 pub mod gate;
 pub mod gen;
 mod histogram;

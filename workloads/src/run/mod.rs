@@ -9,6 +9,7 @@ mod session;
 mod sys;
 mod trace_run;
 mod variant;
+mod working_set;
 
 use std::path::PathBuf;
 
@@ -21,6 +22,7 @@ pub use sys::{drop_from_page_cache, CgroupGuard};
 pub(crate) use trace_run::{dataset_name, Replay};
 pub use trace_run::{run_trace, trace_capacities, trace_methods, TRACE_THREADS};
 pub use variant::Variant;
+pub use working_set::{TouchedPages, LAYOUT_PAGE_BYTES};
 
 use crate::gen::{derive_seed, ChainGraph, KvChain, Layout, Manifest};
 use crate::scale::Scale;

@@ -6,8 +6,24 @@ use std::collections::HashMap;
 use aimeta_adapters::{CasOutcome, KvEngine, ListItem, LpmMethod};
 use rand::RngExt as _;
 
+use super::working_set::TouchedPages;
 use super::RunError;
-use crate::gen::{seeded, ChainGraph, KvQuery, Manifest, Rng};
+use crate::alloc_count::charged;
+use crate::gen::{seeded, ChainGraph, KvQuery, Manifest, Rng, Zipf, YCSB_THETA};
+
+/// Bytes of one manifest entry in the key layout (key and value).
+const MANIFEST_ENTRY_BYTES: u64 =
+    (crate::gen::MANIFEST_KEY_LEN + crate::gen::MANIFEST_VALUE_LEN) as u64;
+
+/// How a scan from a random offset chooses its shard.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ShardChoice {
+    /// Every shard equally likely.
+    Uniform,
+    /// Shards by popularity: Zipfian with YCSB's constant 0.99, popular shards spread over
+    /// the key space.
+    Zipf,
+}
 
 fn engine_err(
     engine: &dyn KvEngine,
@@ -42,6 +58,10 @@ pub struct ManifestOps {
     rng: Rng,
     buf: Vec<u8>,
     cas_values: HashMap<Vec<u8>, Vec<u8>>,
+    zipf: Option<Zipf>,
+    /// Pages of the key layout the operations read, while tracking is on (the timed
+    /// operations only).
+    pub touched: Option<TouchedPages>,
 }
 
 /// A borrowed engine with the manifest operations' state.
@@ -61,6 +81,8 @@ impl ManifestOps {
             rng: seeded(seed),
             buf: Vec::new(),
             cas_values: HashMap::new(),
+            zipf: Zipf::new(u64::from(m.shards), YCSB_THETA).ok(),
+            touched: None,
         }
     }
 
@@ -75,15 +97,59 @@ impl ManifestRun<'_> {
         self.st.rng.random_range(0..self.st.m.shards)
     }
 
+    /// Marks `count` entries from entry number `first` as read.
+    fn touch(&mut self, first: u64, count: u64) {
+        if let Some(t) = self.st.touched.as_mut() {
+            t.touch_entries(first, count, MANIFEST_ENTRY_BYTES);
+        }
+    }
+
+    /// Entry number of sample `i` of shard `s`.
+    fn entry(&self, s: u32, i: u32) -> u64 {
+        u64::from(s) * u64::from(self.st.m.per_shard) + u64::from(i)
+    }
+
+    /// manifest_scan from a random offset: 100 entries with values from a uniformly random
+    /// sample of a shard chosen by `choice`, as a data loader resuming inside a shard reads
+    /// them (the sample is drawn so that 100 entries remain in the shard).
+    pub fn scan_from_offset(&mut self, choice: ShardChoice) -> Result<(), RunError> {
+        let m = self.st.m;
+        let s = match (choice, &self.st.zipf) {
+            (ShardChoice::Zipf, Some(z)) => z.sample(&mut self.st.rng) as u32,
+            _ => self.shard(),
+        };
+        let want = 100.min(m.per_shard);
+        let i = self.st.rng.random_range(0..=m.per_shard - want);
+        let start = Manifest::key(s, i);
+        let prefix = Manifest::shard_prefix(s);
+        let (mut n, mut bytes, mut outside) = (0u32, 0usize, 0u32);
+        let engine = self.engine;
+        charged(|| {
+            engine.scan_range(&start, want as usize, &mut |k, v| {
+                n += 1;
+                bytes += v.len();
+                outside += u32::from(!k.starts_with(&prefix));
+            })
+        })
+        .map_err(engine_err(self.engine, &self.st.dataset, "manifest_scan"))?;
+        if n != want || outside != 0 || bytes != want as usize * 24 {
+            return Err(wrong(
+                self.engine,
+                "manifest_scan",
+                format!("shard {s} from sample {i}: {n} entries ({outside} outside the shard), {bytes} value bytes; expected {want}"),
+            ));
+        }
+        self.touch(self.entry(s, i), u64::from(want));
+        Ok(())
+    }
+
     /// manifest_scan: 100 entries with values under a random shard's prefix.
     pub fn scan(&mut self) -> Result<(), RunError> {
         let s = self.shard();
         let mut bytes = 0usize;
-        let n = self
-            .engine
-            .scan_prefix(&Manifest::shard_prefix(s), 100, &mut |_, v| {
-                bytes += v.len()
-            })
+        let engine = self.engine;
+        let prefix = Manifest::shard_prefix(s);
+        let n = charged(|| engine.scan_prefix(&prefix, 100, &mut |_, v| bytes += v.len()))
             .map_err(engine_err(self.engine, &self.st.dataset, "manifest_scan"))?;
         let want = 100.min(self.st.m.per_shard as usize);
         if n != want || bytes != want * 24 {
@@ -93,6 +159,7 @@ impl ManifestRun<'_> {
                 format!("shard {s}: {n} entries, {bytes} value bytes; expected {want}"),
             ));
         }
+        self.touch(self.entry(s, 0), want as u64);
         Ok(())
     }
 
@@ -100,7 +167,7 @@ impl ManifestRun<'_> {
     pub fn get(&mut self) -> Result<(), RunError> {
         let n = self.st.rng.random_range(0..self.st.m.keys());
         let key = self.st.m.nth_key(n);
-        let found = self.engine.get(&key, &mut self.st.buf).map_err(engine_err(
+        let found = charged(|| self.engine.get(&key, &mut self.st.buf)).map_err(engine_err(
             self.engine,
             &self.st.dataset,
             "manifest_get",
@@ -112,6 +179,7 @@ impl ManifestRun<'_> {
                 format!("{} not found", String::from_utf8_lossy(&key)),
             ));
         }
+        self.touch(n, 1);
         Ok(())
     }
 
@@ -121,8 +189,9 @@ impl ManifestRun<'_> {
         let after = format!("ds/laion/shard-{s:05}").into_bytes();
         let mut items = 0;
         let mut first: Option<Vec<u8>> = None;
-        self.engine
-            .list_delimited(Manifest::LIST_PREFIX, Some(&after), b'/', 20, &mut |item| {
+        let engine = self.engine;
+        charged(|| {
+            engine.list_delimited(Manifest::LIST_PREFIX, Some(&after), b'/', 20, &mut |item| {
                 items += 1;
                 if first.is_none() {
                     if let ListItem::CommonPrefix(p) = item {
@@ -130,7 +199,8 @@ impl ManifestRun<'_> {
                     }
                 }
             })
-            .map_err(engine_err(self.engine, &self.st.dataset, "manifest_list"))?;
+        })
+        .map_err(engine_err(self.engine, &self.st.dataset, "manifest_list"))?;
         let want = 20.min((self.st.m.shards - s) as usize);
         if items != want || first.as_deref() != Some(Manifest::shard_prefix(s).as_slice()) {
             return Err(wrong(
@@ -138,6 +208,10 @@ impl ManifestRun<'_> {
                 "manifest_list",
                 format!("from shard {s}: {items} items, first {first:?}"),
             ));
+        }
+        // A listing reads at least the first entry of each shard it names.
+        for shard in s..s + want as u32 {
+            self.touch(self.entry(shard, 0), 1);
         }
         Ok(())
     }
@@ -147,14 +221,9 @@ impl ManifestRun<'_> {
         let keys = self.st.m.keys();
         let n = self.st.rng.random_range(0..keys.saturating_sub(100).max(1));
         let start = self.st.m.nth_key(n);
-        let got = self
-            .engine
-            .scan_range(&start, 100, &mut |_, _| {})
-            .map_err(engine_err(
-                self.engine,
-                &self.st.dataset,
-                "manifest_range100",
-            ))?;
+        let got = charged(|| self.engine.scan_range(&start, 100, &mut |_, _| {})).map_err(
+            engine_err(self.engine, &self.st.dataset, "manifest_range100"),
+        )?;
         if got != 100.min(keys as usize) {
             return Err(wrong(
                 self.engine,
@@ -162,6 +231,7 @@ impl ManifestRun<'_> {
                 format!("{got} rows from key #{n}"),
             ));
         }
+        self.touch(n, got as u64);
         Ok(())
     }
 
@@ -171,7 +241,7 @@ impl ManifestRun<'_> {
         let span = 8_000.min(keys.saturating_sub(1));
         let n = self.st.rng.random_range(0..(keys - span).max(1));
         let (a, b) = (self.st.m.nth_key(n), self.st.m.nth_key(n + span));
-        let got = self.engine.count_range(&a, &b).map_err(engine_err(
+        let got = charged(|| self.engine.count_range(&a, &b)).map_err(engine_err(
             self.engine,
             &self.st.dataset,
             "manifest_count8000",
@@ -183,6 +253,7 @@ impl ManifestRun<'_> {
                 format!("counted {got} keys in a range of {span}"),
             ));
         }
+        self.touch(n, span);
         Ok(())
     }
 
@@ -199,10 +270,11 @@ impl ManifestRun<'_> {
             .unwrap_or_else(|| Manifest::value((n / per) as u32, (n % per) as u32).to_vec());
         let mut new = current.clone();
         new[..8].copy_from_slice(&round.to_le_bytes());
-        let out = self
-            .engine
-            .compare_and_swap(&key, Some(&current), Some(&new))
-            .map_err(engine_err(self.engine, &self.st.dataset, "manifest_cas"))?;
+        let out = charged(|| {
+            self.engine
+                .compare_and_swap(&key, Some(&current), Some(&new))
+        })
+        .map_err(engine_err(self.engine, &self.st.dataset, "manifest_cas"))?;
         if out != CasOutcome::Ok {
             return Err(wrong(
                 self.engine,
@@ -211,6 +283,7 @@ impl ManifestRun<'_> {
             ));
         }
         self.st.cas_values.insert(key, new);
+        self.touch(n, 1);
         Ok(())
     }
 }
@@ -223,9 +296,11 @@ pub fn lpm(
     method: LpmMethod,
     out: &mut Vec<u8>,
 ) -> Result<(), RunError> {
-    let got = engine
-        .longest_prefix(&q.key, method, out)
-        .map_err(engine_err(engine, dataset, "kvchain_lpm"))?;
+    let got = charged(|| engine.longest_prefix(&q.key, method, out)).map_err(engine_err(
+        engine,
+        dataset,
+        "kvchain_lpm",
+    ))?;
     if got != q.expect_len {
         return Err(wrong(
             engine,
@@ -249,9 +324,8 @@ pub fn kv_get(
     out: &mut Vec<u8>,
 ) -> Result<(), RunError> {
     let key = &q.key[..q.expect_len.unwrap_or(q.key.len())];
-    let found = engine
-        .get(key, out)
-        .map_err(engine_err(engine, dataset, "kvchain_get"))?;
+    let found =
+        charged(|| engine.get(key, out)).map_err(engine_err(engine, dataset, "kvchain_get"))?;
     if found != q.expect_len.is_some() {
         return Err(wrong(
             engine,
@@ -273,14 +347,25 @@ pub fn walk500(
     g: &ChainGraph,
     rng: &mut Rng,
     buf: &mut Vec<u8>,
+    touched: &mut Option<TouchedPages>,
 ) -> Result<(), RunError> {
     let start = rng.random_range(0..g.nodes);
+    if let Some(t) = touched.as_mut() {
+        // Every node is one fixed-size entry, stored in node order.
+        let entry = g.data_bytes() / u64::from(g.nodes.max(1));
+        let mut at = start;
+        for _ in 0..500 {
+            t.touch_entries(u64::from(at), 1, entry);
+            at = g.walk(at, 1);
+        }
+    }
     let mut key = ChainGraph::key(start);
     for _ in 0..500 {
-        if !engine
-            .get(&key, buf)
-            .map_err(engine_err(engine, dataset, "chain_walk500"))?
-        {
+        if !charged(|| engine.get(&key, buf)).map_err(engine_err(
+            engine,
+            dataset,
+            "chain_walk500",
+        ))? {
             return Err(wrong(
                 engine,
                 "chain_walk500",

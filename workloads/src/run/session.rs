@@ -10,13 +10,15 @@ use std::time::{Duration, Instant};
 use aimeta_adapters::{
     aimeta::AimetaEngine, open, CacheBudget, EngineKind, KvEngine, LpmMethod, OpenOptions,
 };
-use aimeta_reports::{Dataset, Latency, Record, Status};
+use aimeta_reports::{AllocPerOp, Dataset, Latency, Record, Status};
 
 use hdrhistogram::Histogram;
 
 use super::measure::{histogram, io_per_op, latency};
 use super::ops::{self, ManifestOps};
+use super::working_set::TouchedPages;
 use super::{sys, Data, Planned, Progress, RunError, RunOptions, Variant, Workload};
+use crate::alloc_count::{self, AllocCount};
 use crate::gen::{derive_seed, seeded, KvQuery, Rng};
 
 /// A workload in one of its variants (None: its one form): what a session keeps state,
@@ -31,17 +33,73 @@ enum OpState {
         method: LpmMethod,
         buf: Vec<u8>,
         next: usize,
+        touched: Option<TouchedPages>,
     },
     KvGet {
         queries: Vec<KvQuery>,
         buf: Vec<u8>,
         next: usize,
+        touched: Option<TouchedPages>,
     },
     Walk {
         rng: Rng,
         buf: Vec<u8>,
+        touched: Option<TouchedPages>,
     },
 }
+
+impl OpState {
+    /// Where the operations mark the pages they read.
+    fn touched(&mut self) -> &mut Option<TouchedPages> {
+        match self {
+            OpState::Manifest(mo) => &mut mo.touched,
+            OpState::Lpm { touched, .. }
+            | OpState::KvGet { touched, .. }
+            | OpState::Walk { touched, .. } => touched,
+        }
+    }
+}
+
+/// Where each chain query's answer lies in the key layout of the kv-cache index: the
+/// byte offset and length of the answer's entry (for a miss, the offset where the query
+/// would be stored and one byte), per query, in the order `KvChain::queries` makes them.
+#[derive(Debug, Clone, Default)]
+struct QueryLayout {
+    spans: Vec<(u64, u64)>,
+}
+
+impl QueryLayout {
+    /// The layout of `queries` in the sorted pairs of the index.
+    fn new(sorted: &[(Vec<u8>, Vec<u8>)], queries: &[KvQuery]) -> QueryLayout {
+        let mut offsets = Vec::with_capacity(sorted.len() + 1);
+        let mut at = 0u64;
+        for (k, v) in sorted {
+            offsets.push(at);
+            at += (k.len() + v.len()) as u64;
+        }
+        offsets.push(at);
+        let spans = queries
+            .iter()
+            .map(|q| {
+                let key = &q.key[..q.expect_len.unwrap_or(q.key.len())];
+                match sorted.binary_search_by(|(k, _)| k.as_slice().cmp(key)) {
+                    Ok(i) => (offsets[i], offsets[i + 1] - offsets[i]),
+                    Err(i) => (offsets[i], 1),
+                }
+            })
+            .collect();
+        QueryLayout { spans }
+    }
+
+    fn touch(&self, query: usize, touched: &mut Option<TouchedPages>) {
+        if let (Some(t), Some(&(offset, len))) = (touched.as_mut(), self.spans.get(query)) {
+            t.touch_bytes(offset, len);
+        }
+    }
+}
+
+/// Queries a chain-index session draws from, cycling.
+const CHAIN_QUERIES: usize = 50_000;
 
 /// Latencies and counters gathered for one (workload, variant).
 struct Tally {
@@ -51,6 +109,8 @@ struct Tally {
     threads: u32,
     io: aimeta_reports::IoPerOp,
     io_seen: bool,
+    touched: TouchedPages,
+    alloc: AllocCount,
 }
 
 /// One engine, loaded.
@@ -69,6 +129,10 @@ pub struct Session {
     /// Seconds the load took (with its checkpoint).
     pub load_secs: f64,
     seed: u64,
+    budget_bytes: u64,
+    /// Whether the counting allocator is installed (else no counts are recorded).
+    alloc_counted: bool,
+    query_layout: QueryLayout,
     states: HashMap<Measured, OpState>,
     tallies: Vec<(Measured, Tally)>,
 }
@@ -120,7 +184,17 @@ pub fn variants(w: Workload, engine: EngineKind, full_frame: bool) -> Vec<Option
             Some(Variant::PredecessorSeek),
             Some(Variant::Bisect),
         ],
-        Workload::ManifestScan if aimeta && full_frame => vec![Some(Variant::Paged)],
+        // The seed's start-of-shard scan (named `paged` beside aimeta's full-frame run),
+        // then scans that start inside a shard chosen uniformly or by popularity.
+        Workload::ManifestScan => vec![
+            if aimeta && full_frame {
+                Some(Variant::Paged)
+            } else {
+                None
+            },
+            Some(Variant::OffsetUniform),
+            Some(Variant::OffsetZipf),
+        ],
         _ => vec![None],
     }
 }
@@ -219,6 +293,11 @@ impl Session {
             Data::KvChain(kv) => kv.sorted_pairs(),
             _ => Vec::new(),
         };
+        // Worked out here, outside any memory cgroup: it needs the whole sorted index.
+        let query_layout = match &p.data {
+            Data::KvChain(kv) => QueryLayout::new(&chain_pairs, &kv.queries(CHAIN_QUERIES)),
+            _ => QueryLayout::default(),
+        };
         progress.begin(&format!("load {} into {}", ds.name, kind.name()), ds.keys);
         let start = Instant::now();
         match &p.data {
@@ -243,6 +322,9 @@ impl Session {
             size,
             load_secs,
             seed: o.seed,
+            budget_bytes: o.scale.budget_bytes,
+            alloc_counted: alloc_count::installed(),
+            query_layout,
             states: HashMap::new(),
             tallies: Vec::new(),
         }))
@@ -329,19 +411,22 @@ impl Session {
         let st = match &self.data {
             Data::Manifest(m) => OpState::Manifest(ManifestOps::new(*m, &self.dataset.name, seed)),
             Data::KvChain(kv) if w == Workload::KvchainGet => OpState::KvGet {
-                queries: kv.queries(50_000),
+                queries: kv.queries(CHAIN_QUERIES),
                 buf: Vec::new(),
                 next: 0,
+                touched: None,
             },
             Data::KvChain(kv) => OpState::Lpm {
                 method: lpm_method(w, variant)?,
-                queries: kv.queries(50_000),
+                queries: kv.queries(CHAIN_QUERIES),
                 buf: Vec::new(),
                 next: 0,
+                touched: None,
             },
             Data::Graph(_) => OpState::Walk {
                 rng: seeded(seed),
                 buf: Vec::new(),
+                touched: None,
             },
         };
         self.states.insert(key, st);
@@ -356,6 +441,7 @@ impl Session {
             states,
             data,
             dataset,
+            query_layout,
             ..
         } = self;
         let Some(eng) = engine.as_deref() else {
@@ -368,7 +454,10 @@ impl Session {
             OpState::Manifest(mo) => {
                 let mut r = mo.on(eng);
                 match w {
-                    Workload::ManifestScan => r.scan(),
+                    Workload::ManifestScan => match variant.and_then(Variant::shard_choice) {
+                        Some(choice) => r.scan_from_offset(choice),
+                        None => r.scan(),
+                    },
                     Workload::ManifestList => r.list(),
                     Workload::ManifestRange100 => r.range100(),
                     Workload::ManifestCount8000 => r.count8000(),
@@ -381,18 +470,26 @@ impl Session {
                 method,
                 buf,
                 next,
+                touched,
             } => {
-                let q = &queries[*next % queries.len()];
+                let at = *next % queries.len();
                 *next += 1;
-                ops::lpm(eng, &dataset.name, q, *method, buf)
+                query_layout.touch(at, touched);
+                ops::lpm(eng, &dataset.name, &queries[at], *method, buf)
             }
-            OpState::KvGet { queries, buf, next } => {
-                let q = &queries[*next % queries.len()];
+            OpState::KvGet {
+                queries,
+                buf,
+                next,
+                touched,
+            } => {
+                let at = *next % queries.len();
                 *next += 1;
-                ops::kv_get(eng, &dataset.name, q, buf)
+                query_layout.touch(at, touched);
+                ops::kv_get(eng, &dataset.name, &queries[at], buf)
             }
-            OpState::Walk { rng, buf } => match data {
-                Data::Graph(g) => ops::walk500(eng, &dataset.name, g, rng, buf),
+            OpState::Walk { rng, buf, touched } => match data {
+                Data::Graph(g) => ops::walk500(eng, &dataset.name, g, rng, buf, touched),
                 _ => Ok(()),
             },
         }
@@ -411,6 +508,8 @@ impl Session {
                         threads,
                         io: Default::default(),
                         io_seen: false,
+                        touched: TouchedPages::new(),
+                        alloc: AllocCount::default(),
                     },
                 ));
                 self.tallies.len() - 1
@@ -481,7 +580,12 @@ impl Session {
         let mut tallies = std::mem::take(&mut self.tallies);
         let mut total = Duration::ZERO;
         let mut result = Ok(());
+        // Only the timed operations count toward the working set.
+        if let Some(st) = self.states.get_mut(&key) {
+            st.touched().get_or_insert_with(TouchedPages::new);
+        }
         if let Some((_, t)) = tallies.iter_mut().find(|(k, _)| *k == key) {
+            let alloc_before = alloc_count::engine_total();
             for i in 0..iters {
                 let start = Instant::now();
                 let r = self.op(w, variant, base + i);
@@ -495,6 +599,10 @@ impl Session {
             }
             t.wall += total;
             t.ops += iters;
+            t.alloc.add(alloc_count::engine_since(alloc_before));
+            if let Some(touched) = self.states.get_mut(&key).and_then(|st| st.touched().take()) {
+                t.touched.merge(&touched);
+            }
         }
         self.tallies = tallies;
         result?;
@@ -517,19 +625,23 @@ impl Session {
         let dataset = self.dataset.name.clone();
         let seed = workload_seed(self.seed, key, &dataset);
         let start = Instant::now();
-        let hists: Vec<Result<Histogram<u64>, RunError>> = std::thread::scope(|s| {
+        type ThreadResult = Result<(Histogram<u64>, TouchedPages, AllocCount), RunError>;
+        let hists: Vec<ThreadResult> = std::thread::scope(|s| {
             let handles: Vec<_> = (0..THREADS)
                 .map(|t| {
                     let dataset = &dataset;
                     s.spawn(move || {
                         let mut mo = ManifestOps::new(m, dataset, thread_seed(seed, t, round));
+                        mo.touched = Some(TouchedPages::new());
                         let mut h = histogram();
+                        let alloc_before = alloc_count::engine_total();
                         for _ in 0..per {
                             let t0 = Instant::now();
                             mo.on(eng).get()?;
                             h.saturating_record((t0.elapsed().as_nanos() as u64).max(1));
                         }
-                        Ok(h)
+                        let alloc = alloc_count::engine_since(alloc_before);
+                        Ok((h, mo.touched.unwrap_or_default(), alloc))
                     })
                 })
                 .collect();
@@ -547,10 +659,13 @@ impl Session {
                 .collect()
         });
         let wall = start.elapsed();
-        let hists: Vec<Histogram<u64>> = hists.into_iter().collect::<Result<_, _>>()?;
+        let hists: Vec<(Histogram<u64>, TouchedPages, AllocCount)> =
+            hists.into_iter().collect::<Result<_, _>>()?;
         let t = self.tally(key, THREADS as u32);
-        for h in hists {
+        for (h, touched, alloc) in hists {
             let _ = t.hist.add(h);
+            t.touched.merge(&touched);
+            t.alloc.add(alloc);
         }
         t.wall += wall;
         t.ops += per * THREADS;
@@ -586,8 +701,11 @@ impl Session {
                     io_per_op: Some(io),
                     load_secs: Some(self.load_secs),
                     trace: None,
-                    working_set: None,
-                    alloc_per_op: None,
+                    working_set: t.touched.working_set(self.budget_bytes),
+                    alloc_per_op: self.alloc_counted.then(|| AllocPerOp {
+                        bytes: t.alloc.bytes as f64 / n,
+                        allocations: t.alloc.calls as f64 / n,
+                    }),
                     ..base_record(*w, &self.dataset.name, self.kind, *v)
                 }
             })

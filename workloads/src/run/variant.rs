@@ -31,11 +31,16 @@ pub enum Variant {
     BisectFullFrame,
     /// kvcache_trace in one key design and lookup (named as the method is).
     Trace(TraceMethod),
+    /// manifest_scan from a uniformly random sample inside a uniformly chosen shard.
+    OffsetUniform,
+    /// manifest_scan from a uniformly random sample inside a Zipf-chosen shard (YCSB's
+    /// constant 0.99).
+    OffsetZipf,
 }
 
 impl Variant {
     /// Every variant.
-    pub const ALL: [Variant; 14] = [
+    pub const ALL: [Variant; 16] = [
         Variant::Native,
         Variant::NativeBoundary,
         Variant::PredecessorSeek,
@@ -50,6 +55,8 @@ impl Variant {
         Variant::Trace(TraceMethod::PathBisect),
         Variant::Trace(TraceMethod::ChainedProbe),
         Variant::Trace(TraceMethod::ChainedBisect),
+        Variant::OffsetUniform,
+        Variant::OffsetZipf,
     ];
 
     /// The variant's name in results.
@@ -64,6 +71,8 @@ impl Variant {
             Variant::NativeFullFrame => "native_full_frame",
             Variant::BisectFullFrame => "bisect_full_frame",
             Variant::Trace(method) => method.name(),
+            Variant::OffsetUniform => "offset_uniform",
+            Variant::OffsetZipf => "offset_zipf",
         }
     }
 
@@ -77,7 +86,11 @@ impl Variant {
             Variant::Bisect | Variant::BisectFullFrame => {
                 Some(LpmMethod::Bisect { delimiter: b'/' })
             }
-            Variant::Paged | Variant::FullFrame | Variant::Trace(_) => None,
+            Variant::Paged
+            | Variant::FullFrame
+            | Variant::Trace(_)
+            | Variant::OffsetUniform
+            | Variant::OffsetZipf => None,
         }
     }
 
@@ -85,6 +98,16 @@ impl Variant {
     pub fn trace_method(self) -> Option<TraceMethod> {
         match self {
             Variant::Trace(method) => Some(method),
+            _ => None,
+        }
+    }
+
+    /// How a manifest_scan variant chooses its shard when it starts from a random offset;
+    /// None for the seed's start-of-shard scan and the other variants.
+    pub fn shard_choice(self) -> Option<super::ops::ShardChoice> {
+        match self {
+            Variant::OffsetUniform => Some(super::ops::ShardChoice::Uniform),
+            Variant::OffsetZipf => Some(super::ops::ShardChoice::Zipf),
             _ => None,
         }
     }
