@@ -72,7 +72,7 @@ impl Zipf {
             0.0
         };
         // A large odd multiplier coprime to n permutes 0..n (k -> k * stride mod n).
-        let mut stride = 0x9E37_79B9_7F4A_7C15_u64 % n.max(2) | 1;
+        let mut stride = (0x9E37_79B9_7F4A_7C15_u64 % n.max(2)) | 1;
         while n > 1 && gcd(stride, n) != 1 {
             stride += 2;
         }
