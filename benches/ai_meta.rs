@@ -54,6 +54,7 @@ fn options() -> Result<RunOptions, String> {
         full_frame: true,
         trace: None,
         rate: None,
+        device_floor: false,
         command: format!("cargo bench --bench ai_meta (scale {})", scale.name),
     })
 }

@@ -6,15 +6,16 @@ use std::sync::Mutex;
 
 use aimeta_adapters::{Durability, EngineKind};
 use aimeta_workloads::run::{self, BudgetMode, Progress, RunError, RunOptions, Workload};
-use aimeta_workloads::scale::{Scale, SCALES};
+use aimeta_workloads::scale::{Scale, CI, LARGE, SCALES};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 
 /// Options of `ai-meta run`.
 #[derive(Args, Debug)]
 pub struct RunArgs {
-    /// Data sizes, budget and operation counts: ci (a few minutes), quick, or seed (the
-    /// seed report's 2 M manifest keys and 30 k chains).
+    /// Data sizes, budget and operation counts: ci (a few minutes), quick, seed (the
+    /// seed report's 2 M manifest keys and 30 k chains) or large (50 M manifest keys past
+    /// memory, in the memory cgroup unless --budget-mode says otherwise).
     #[arg(long, default_value = "quick")]
     scale: String,
     /// Engines to measure, comma-separated (default: every engine this build has).
@@ -26,8 +27,9 @@ pub struct RunArgs {
     /// engine: each engine's own cache is the budget (the OS page cache is left alone);
     /// cgroup: the timed phases also run in a memory cgroup of budget + a fixed overhead,
     /// so page-cache users like LMDB get the same memory.
-    #[arg(long, default_value = "engine")]
-    budget_mode: String,
+    /// Default: engine, and cgroup at the large scale.
+    #[arg(long)]
+    budget_mode: Option<String>,
     /// Drop each store's files from the OS page cache before each timed phase.
     #[arg(long)]
     cold: bool,
@@ -59,6 +61,10 @@ pub struct RunArgs {
     /// it; latencies from each request's intended start); default: closed loop.
     #[arg(long)]
     rate: Option<f64>,
+    /// Skip measuring the device's floor (random 4 KiB reads under the work directory, a
+    /// few seconds before anything is loaded; skipped at the ci scale anyway).
+    #[arg(long)]
+    no_device_floor: bool,
 }
 
 /// Progress bars on standard error.
@@ -70,9 +76,9 @@ pub(crate) struct Bars {
 impl Progress for Bars {
     fn begin(&self, label: &str, total: u64) {
         let pb = ProgressBar::new(total);
-        if let Ok(style) =
-            ProgressStyle::with_template("{msg:48} {bar:30} {pos:>9}/{len:9} {elapsed_precise}")
-        {
+        if let Ok(style) = ProgressStyle::with_template(
+            "{msg:48} {bar:30} {pos:>9}/{len:9} {elapsed_precise} eta {eta}",
+        ) {
             pb.set_style(style);
         }
         pb.set_message(label.to_string());
@@ -156,7 +162,11 @@ fn parse(args: &RunArgs) -> Result<RunOptions, String> {
         scale,
         engines,
         workloads,
-        budget_mode: BudgetMode::parse(&args.budget_mode).map_err(|e| e.to_string())?,
+        budget_mode: match &args.budget_mode {
+            Some(mode) => BudgetMode::parse(mode).map_err(|e| e.to_string())?,
+            None if scale.name == LARGE.name => BudgetMode::Cgroup,
+            None => BudgetMode::Engine,
+        },
         cold: args.cold,
         durability,
         work_dir: args.work_dir.clone(),
@@ -165,6 +175,7 @@ fn parse(args: &RunArgs) -> Result<RunOptions, String> {
         full_frame: !args.no_full_frame,
         trace: args.trace.clone(),
         rate: args.rate,
+        device_floor: !args.no_device_floor && scale.name != CI.name,
         command: std::env::args().collect::<Vec<_>>().join(" "),
     })
 }
@@ -199,7 +210,10 @@ pub fn run(args: RunArgs) -> ExitCode {
     let results = match run::run(&opts, &bars) {
         Ok(r) => r,
         Err(
-            e @ (RunError::UnknownName { .. } | RunError::Cgroup { .. } | RunError::WorkDir { .. }),
+            e @ (RunError::UnknownName { .. }
+            | RunError::Cgroup { .. }
+            | RunError::WorkDir { .. }
+            | RunError::Device(_)),
         ) => return usage_error(e),
         Err(e) if e.is_bad_input() => return usage_error(e),
         Err(e) if is_pg_start_failure(&e) => return usage_error(e),

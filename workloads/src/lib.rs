@@ -6,6 +6,7 @@
 #![warn(missing_docs)]
 
 pub mod alloc_count;
+pub mod device;
 pub mod gate;
 pub mod gen;
 mod histogram;

@@ -27,6 +27,19 @@ pub struct Scale {
     pub warmup: u64,
     /// Tenants of the KV-cache trace replay (each the whole trace with its own ids).
     pub trace_tenants: u32,
+    /// Which replays of the trace run.
+    pub trace_replays: TraceReplays,
+}
+
+/// Which replays of the KV-cache trace a scale runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TraceReplays {
+    /// Every key design and lookup at unlimited, 50 % and 10 % capacity, and 8 client
+    /// threads at 10 %.
+    Every,
+    /// Each engine's fastest method at 10 % capacity with one client thread: what fits
+    /// the large scale's hour with 16 tenants (see `run::featured_trace_method`).
+    Featured,
 }
 
 /// Every engine and workload in under 3 minutes on 2 cores.
@@ -47,6 +60,7 @@ pub const CI: Scale = Scale {
     ops: 1_000,
     warmup: 200,
     trace_tenants: 1,
+    trace_replays: TraceReplays::Every,
 };
 
 /// The default of a plain `cargo bench`: under 20 minutes, plus about 55 for the trace
@@ -68,6 +82,7 @@ pub const QUICK: Scale = Scale {
     ops: 10_000,
     warmup: 2_000,
     trace_tenants: 4,
+    trace_replays: TraceReplays::Every,
 };
 
 /// The seed report's sizes: 2 M manifest keys (200 shards x 10 000), 200 k in the fits
@@ -90,10 +105,36 @@ pub const SEED: Scale = Scale {
     ops: 20_000,
     warmup: 5_000,
     trace_tenants: 16,
+    trace_replays: TraceReplays::Every,
+};
+
+/// Production scale, past memory (issue 15): 50 M manifest keys (5,000 shards x 10,000
+/// samples, LAION's shard size), run in the memory cgroup by default with a 64 MiB budget
+/// (112 MiB with the overhead), so that every engine's store is at least ten times the
+/// memory the timed phases have and reads really go to the disk. Fewer timed operations
+/// than the seed scale: most of them wait on the disk.
+pub const LARGE: Scale = Scale {
+    name: "large",
+    budget_bytes: 64 << 20,
+    manifest_beyond: Manifest {
+        shards: 5_000,
+        per_shard: 10_000,
+    },
+    manifest_fits: Manifest {
+        shards: 80,
+        per_shard: 10_000,
+    },
+    kvchain_beyond: 120_000,
+    kvchain_fits: 8_000,
+    graph_nodes: 4_000_000,
+    ops: 5_000,
+    warmup: 1_000,
+    trace_tenants: 16,
+    trace_replays: TraceReplays::Featured,
 };
 
 /// Every scale.
-pub const SCALES: [Scale; 3] = [CI, QUICK, SEED];
+pub const SCALES: [Scale; 4] = [CI, QUICK, SEED, LARGE];
 
 impl Scale {
     /// The scale named `name`.
@@ -141,5 +182,12 @@ mod tests {
         assert_eq!(SEED.manifest_beyond.keys(), 2_000_000);
         assert_eq!(SEED.manifest_fits.keys(), 200_000);
         assert!(Scale::by_name("huge").is_none());
+        // The large scale's manifest is 3 GB of keys and values: past the machine's
+        // memory cgroup of budget + overhead many times over.
+        assert_eq!(LARGE.manifest_beyond.keys(), 50_000_000);
+        assert!(
+            LARGE.manifest_beyond.data_bytes()
+                >= 10 * (LARGE.budget_bytes + crate::run::CGROUP_OVERHEAD_BYTES)
+        );
     }
 }

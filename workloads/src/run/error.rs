@@ -49,6 +49,23 @@ pub enum RunError {
         /// What was expected and what came back.
         detail: String,
     },
+    /// The run needs more disk or memory than the machine has free; nothing was loaded.
+    #[error("not enough {resource} for {detail}: it needs {need}, {free} is free; {hint}")]
+    NoRoom {
+        /// disk or memory.
+        resource: &'static str,
+        /// What needs it (which store of which data set, or which budget).
+        detail: String,
+        /// How much it needs.
+        need: String,
+        /// How much is free.
+        free: String,
+        /// What to do about it.
+        hint: &'static str,
+    },
+    /// The device's floor could not be measured.
+    #[error(transparent)]
+    Device(#[from] crate::device::DeviceError),
     /// The work directory could not be prepared.
     #[error("cannot use work directory {path}: {source}; pass --work-dir with a writable directory that has room")]
     WorkDir {
@@ -117,6 +134,7 @@ impl RunError {
                 | RunError::NoSuchVariant { .. }
                 | RunError::Trace(_)
                 | RunError::Schedule { .. }
+                | RunError::NoRoom { .. }
         )
     }
 }

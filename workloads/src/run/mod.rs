@@ -5,6 +5,7 @@
 mod error;
 mod measure;
 mod ops;
+mod preflight;
 mod session;
 mod sys;
 mod trace_run;
@@ -17,10 +18,13 @@ use aimeta_adapters::{Durability, EngineKind};
 use aimeta_reports::{Dataset, Provenance, Record, Results, RunConfig, Status, SCHEMA_VERSION};
 
 pub use error::RunError;
+pub use preflight::{available_memory_bytes, check_room, free_disk_bytes, store_bytes_estimate};
 pub use session::{base_record, full_frame_variants, variants, workload_seed, Measured, Session};
 pub use sys::{drop_from_page_cache, CgroupGuard};
 pub(crate) use trace_run::{dataset_name, Replay};
-pub use trace_run::{run_trace, trace_capacities, trace_methods, TRACE_THREADS};
+pub use trace_run::{
+    featured_trace_method, run_trace, trace_capacities, trace_methods, TRACE_THREADS,
+};
 pub use variant::Variant;
 pub use working_set::{TouchedPages, LAYOUT_PAGE_BYTES};
 
@@ -188,6 +192,9 @@ pub struct RunOptions {
     pub trace: Option<PathBuf>,
     /// Open-loop trace replays at this many requests a second (None: closed loop).
     pub rate: Option<f64>,
+    /// Measure the device's floor under the work directory first (a few seconds; the
+    /// results' `device`).
+    pub device_floor: bool,
     /// The command line, for provenance.
     pub command: String,
 }
@@ -215,6 +222,7 @@ impl RunOptions {
             full_frame: false,
             trace: None,
             rate: None,
+            device_floor: false,
             command: std::env::args().collect::<Vec<_>>().join(" "),
         }
     }
@@ -332,13 +340,18 @@ pub fn plan_datasets(o: &RunOptions) -> Vec<Planned> {
 /// The trace replay runs first: its input is the user's file, refused before anything
 /// else is measured when it is not of the trace format.
 pub fn run(o: &RunOptions, progress: &dyn Progress) -> Result<Results, RunError> {
+    let plan = plan_datasets(o);
+    check_room(o, &plan, o.device_floor)?;
     let mut results = new_results(o)?;
+    if o.device_floor {
+        results.device = Some(measure_device(o, progress)?);
+    }
     if o.workloads.contains(&Workload::KvcacheTrace) {
         let (datasets, records) = run_trace(o, progress)?;
         results.datasets.extend(datasets);
         results.records.extend(records);
     }
-    for planned in plan_datasets(o) {
+    for planned in plan {
         for &kind in &o.engines {
             let recs = run_engine(o, kind, &planned, progress)?;
             results.records.extend(recs);
@@ -346,6 +359,27 @@ pub fn run(o: &RunOptions, progress: &dyn Progress) -> Result<Results, RunError>
         results.datasets.push(planned.meta);
     }
     Ok(results)
+}
+
+/// The device's floor under the work directory (see `crate::device`).
+pub fn measure_device(
+    o: &RunOptions,
+    progress: &dyn Progress,
+) -> Result<aimeta_reports::DeviceFloor, RunError> {
+    progress.note(&format!(
+        "measuring the device under {} (random 4 KiB reads, a few seconds)",
+        o.work_dir.display()
+    ));
+    let floor = crate::device::measure_floor(&o.work_dir, crate::device::FloorOptions::default())?;
+    progress.note(&format!(
+        "device: 4 KiB read at queue depth 1 {:.0} us (p50 {:.0} us), {:.0} reads/s at depth 1, {:.0} at depth 8{}",
+        floor.read_4k_qd1.mean / 1e3,
+        floor.read_4k_qd1.p50 / 1e3,
+        floor.iops_qd1,
+        floor.iops_qd8,
+        if floor.direct { "" } else { " (no O_DIRECT here: page cache dropped instead)" }
+    ));
+    Ok(floor)
 }
 
 /// A results file with this run's provenance and settings and no records yet; creates

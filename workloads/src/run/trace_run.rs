@@ -15,6 +15,7 @@ use super::measure::latency;
 use super::session::open_engine;
 use super::{base_record, BudgetMode, CgroupGuard, Progress, RunError, RunOptions, Variant};
 use super::{Workload, CGROUP_OVERHEAD_BYTES};
+use crate::scale::TraceReplays;
 use crate::trace::{
     committed_trace_path, longest_key, path_root, prepare, read_trace, replay, ReplayError,
     ReplayOptions, Schedule, TraceMethod, BLOCK_VALUE_LEN, PATH_SEGMENT_LEN,
@@ -35,6 +36,20 @@ pub fn trace_methods(kind: EngineKind) -> Vec<TraceMethod> {
         .into_iter()
         .filter(|m| *m != TraceMethod::PathNativeBoundary || kind == EngineKind::Aimeta)
         .collect()
+}
+
+/// The method each engine replays at a scale with `TraceReplays::Featured`: its fastest
+/// key design and lookup in the committed quick run (results/kvcache_trace-quick.json, 10 %
+/// capacity, one thread; docs/performance.md, 2026-12-01): this engine's native lookup on
+/// path keys; for the others, whichever emulation and key design was fastest for them.
+pub fn featured_trace_method(kind: EngineKind) -> TraceMethod {
+    match kind {
+        EngineKind::Aimeta => TraceMethod::PathNative,
+        EngineKind::RocksDb | EngineKind::Postgres => TraceMethod::ChainedBisect,
+        EngineKind::Sqlite => TraceMethod::PathBisect,
+        // SQLite tuned, LMDB, redb, and any engine added later until it is measured.
+        _ => TraceMethod::PathPredecessorSeek,
+    }
 }
 
 /// The results name of a replay: the trace's first word, tenants, capacity.
@@ -79,7 +94,13 @@ pub fn run_trace(
     let tenants = o.scale.trace_tenants;
     let mut datasets = Vec::new();
     let mut records = Vec::new();
-    for capacity in trace_capacities() {
+    let featured = o.scale.trace_replays == TraceReplays::Featured;
+    let capacities: Vec<Option<u32>> = if featured {
+        vec![Some(10)]
+    } else {
+        trace_capacities().to_vec()
+    };
+    for capacity in capacities {
         let schedule =
             Schedule::new(&trace, tenants, capacity).map_err(|source| RunError::Schedule {
                 path: path.clone(),
@@ -97,13 +118,18 @@ pub fn run_trace(
             fits_budget: bytes < o.scale.budget_bytes,
             ratio_to_budget: bytes as f64 / o.scale.budget_bytes as f64,
         });
-        let threads: &[u32] = if capacity == Some(10) {
+        let threads: &[u32] = if capacity == Some(10) && !featured {
             &TRACE_THREADS
         } else {
             &TRACE_THREADS[..1]
         };
         for &kind in &o.engines {
-            for method in trace_methods(kind) {
+            let methods = if featured {
+                vec![featured_trace_method(kind)]
+            } else {
+                trace_methods(kind)
+            };
+            for method in methods {
                 for &n in threads {
                     let replay = Replay {
                         o,

@@ -1,0 +1,255 @@
+//! The storage device's own floor under the work directory: the latency of one random
+//! 4 KiB read at queue depth 1, and random-read IOPS at queue depths 1 and 8, measured in
+//! a few seconds before a run's stores are built. The charts draw it as a line, so that a
+//! reader sees how close each engine's reads from disk come to the disk itself.
+//!
+//! The reads bypass the page cache (O_DIRECT, into a 4 KiB-aligned buffer) from a file
+//! written for the purpose and removed afterwards; where the file system refuses O_DIRECT
+//! (tmpfs), the file is dropped from the page cache instead and the result says so.
+
+use std::fs::{self, File};
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use aimeta_reports::DeviceFloor;
+use rand::RngExt as _;
+use rustix::fs::{Mode, OFlags};
+
+use crate::gen::{derive_seed, seeded};
+use crate::histogram::{histogram, latency};
+
+/// Bytes of one read.
+pub const READ_BYTES: usize = 4096;
+
+/// How long and over how much the floor is measured.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FloorOptions {
+    /// Size of the file read (larger than any cache in front of the device makes the
+    /// reads honest; 512 MiB by default).
+    pub file_bytes: u64,
+    /// Seconds of queue-depth-1 reads.
+    pub qd1_secs: f64,
+    /// Seconds of queue-depth-8 reads.
+    pub qd8_secs: f64,
+}
+
+impl Default for FloorOptions {
+    fn default() -> FloorOptions {
+        FloorOptions {
+            file_bytes: 512 << 20,
+            qd1_secs: 2.0,
+            qd8_secs: 2.0,
+        }
+    }
+}
+
+/// Why the floor could not be measured.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum DeviceError {
+    /// Writing, opening or reading the probe file failed.
+    #[error("measuring the device under {dir}: {step} {path}: {source}; pass --work-dir with a writable directory that has {need_mib} MiB free")]
+    Io {
+        /// The work directory.
+        dir: PathBuf,
+        /// The probe file.
+        path: PathBuf,
+        /// What was being done.
+        step: &'static str,
+        /// Free space the measurement needs.
+        need_mib: u64,
+        /// The operating system's error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A reader thread panicked.
+    #[error("measuring the device under {dir}: a reader thread panicked")]
+    Reader {
+        /// The work directory.
+        dir: PathBuf,
+    },
+}
+
+/// The probe file, removed when dropped.
+struct Probe {
+    path: PathBuf,
+}
+
+impl Drop for Probe {
+    fn drop(&mut self) {
+        let _ = fs::remove_file(&self.path);
+    }
+}
+
+/// A 4 KiB window of `buf` aligned to 4 KiB, as O_DIRECT needs (found by offset, so no
+/// unsafe allocation is needed).
+fn aligned(buf: &mut [u8]) -> &mut [u8] {
+    let skip = buf.as_ptr().align_offset(READ_BYTES).min(buf.len());
+    let end = (skip + READ_BYTES).min(buf.len());
+    &mut buf[skip..end]
+}
+
+/// Random 4 KiB reads from `file` (pages `0..pages`) until `secs` pass; their latencies.
+fn read_for(
+    file: &File,
+    pages: u64,
+    secs: f64,
+    seed: u64,
+) -> std::io::Result<hdrhistogram::Histogram<u64>> {
+    let mut rng = seeded(seed);
+    let mut storage = vec![0u8; 2 * READ_BYTES];
+    let buf = aligned(&mut storage);
+    let mut hist = histogram();
+    let until = Instant::now() + Duration::from_secs_f64(secs);
+    while Instant::now() < until {
+        let offset = rng.random_range(0..pages) * READ_BYTES as u64;
+        let start = Instant::now();
+        let n = rustix::io::pread(file, &mut *buf, offset).map_err(std::io::Error::from)?;
+        hist.saturating_record((start.elapsed().as_nanos() as u64).max(1));
+        if n != READ_BYTES {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                format!("read {n} bytes at offset {offset}, expected {READ_BYTES}"),
+            ));
+        }
+    }
+    Ok(hist)
+}
+
+/// Measures the device under `dir`.
+pub fn measure_floor(dir: &Path, o: FloorOptions) -> Result<DeviceFloor, DeviceError> {
+    let started = Instant::now();
+    let path = dir.join(format!(".ai-meta-device-floor-{}", std::process::id()));
+    let need_mib = o.file_bytes >> 20;
+    let err = |step: &'static str| {
+        let (dir, path) = (dir.to_path_buf(), path.clone());
+        move |source: std::io::Error| DeviceError::Io {
+            dir,
+            path,
+            step,
+            need_mib,
+            source,
+        }
+    };
+    fs::create_dir_all(dir).map_err(err("creating"))?;
+    let probe = Probe { path: path.clone() };
+    {
+        // Data that no layer below can compress or treat as a hole.
+        let mut chunk = vec![0u8; 1 << 20];
+        let mut rng = seeded(derive_seed(0, &[b"device floor"]));
+        for b in chunk.iter_mut() {
+            *b = rng.random::<u8>();
+        }
+        let mut f = File::create(&probe.path).map_err(err("creating"))?;
+        let mut left = o.file_bytes.max(READ_BYTES as u64);
+        while left > 0 {
+            let n = left.min(chunk.len() as u64) as usize;
+            f.write_all(&chunk[..n]).map_err(err("writing"))?;
+            left -= n as u64;
+        }
+        f.sync_all().map_err(err("syncing"))?;
+    }
+    let pages = o.file_bytes.max(READ_BYTES as u64) / READ_BYTES as u64;
+    let (file, direct) = match rustix::fs::open(
+        &probe.path,
+        OFlags::RDONLY | OFlags::DIRECT | OFlags::CLOEXEC,
+        Mode::empty(),
+    ) {
+        Ok(fd) => (File::from(fd), true),
+        Err(_) => {
+            let f = File::open(&probe.path).map_err(err("opening"))?;
+            rustix::fs::fadvise(&f, 0, None, rustix::fs::Advice::DontNeed)
+                .map_err(|e| err("dropping from the page cache")(e.into()))?;
+            (f, false)
+        }
+    };
+    let qd1_start = Instant::now();
+    let qd1 = read_for(&file, pages, o.qd1_secs, 1).map_err(err("reading"))?;
+    let qd1_secs = qd1_start.elapsed().as_secs_f64();
+    let qd8_start = Instant::now();
+    let counts: Vec<std::io::Result<u64>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..8u64)
+            .map(|t| {
+                let file = &file;
+                s.spawn(move || read_for(file, pages, o.qd8_secs, 100 + t).map(|h| h.len()))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(std::io::Error::other("a reader thread panicked")))
+            })
+            .collect()
+    });
+    let qd8_wall = qd8_start.elapsed().as_secs_f64();
+    let mut qd8_reads = 0;
+    for c in counts {
+        qd8_reads += c.map_err(err("reading at queue depth 8"))?;
+    }
+    drop(file);
+    drop(probe);
+    Ok(DeviceFloor {
+        path: dir.display().to_string(),
+        file_bytes: o.file_bytes,
+        direct,
+        read_4k_qd1: latency(&qd1),
+        iops_qd1: qd1.len() as f64 / qd1_secs.max(1e-9),
+        iops_qd8: qd8_reads as f64 / qd8_wall.max(1e-9),
+        secs: started.elapsed().as_secs_f64(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_small_floor_is_measured_and_its_file_removed() -> Result<(), Box<dyn std::error::Error>> {
+        let dir = tempfile::tempdir()?;
+        let floor = measure_floor(
+            dir.path(),
+            FloorOptions {
+                file_bytes: 4 << 20,
+                qd1_secs: 0.05,
+                qd8_secs: 0.05,
+            },
+        )?;
+        assert!(floor.read_4k_qd1.p50 > 0.0 && floor.read_4k_qd1.min <= floor.read_4k_qd1.max);
+        assert!(floor.iops_qd1 > 0.0 && floor.iops_qd8 > 0.0);
+        assert_eq!(floor.file_bytes, 4 << 20);
+        assert_eq!(
+            fs::read_dir(dir.path())?.count(),
+            0,
+            "the probe file is gone"
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn an_unwritable_directory_is_a_typed_error() {
+        let e = measure_floor(
+            Path::new("/proc/ai-meta-no-such-dir"),
+            FloorOptions::default(),
+        );
+        assert!(
+            matches!(
+                e,
+                Err(DeviceError::Io {
+                    step: "creating",
+                    ..
+                })
+            ),
+            "{e:?}"
+        );
+    }
+
+    #[test]
+    fn the_aligned_window_is_aligned() {
+        let mut storage = vec![0u8; 2 * READ_BYTES];
+        let w = aligned(&mut storage);
+        assert_eq!(w.len(), READ_BYTES);
+        assert_eq!(w.as_ptr() as usize % READ_BYTES, 0);
+    }
+}
