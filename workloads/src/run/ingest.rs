@@ -499,6 +499,24 @@ mod tests {
         assert_eq!(Workload::parse("sync_put").ok(), Some(Workload::SyncPut));
     }
 
+    #[test]
+    fn no_two_readers_of_any_phase_share_a_seed() {
+        let mut seen = HashSet::new();
+        for v in Variant::ALL
+            .into_iter()
+            .filter(|v| matches!(v, Variant::Ingest { .. }))
+        {
+            let seed = workload_seed(42, (Workload::ManifestIngestGet, Some(v)), DATASET);
+            for t in 0..8 {
+                assert!(
+                    seen.insert(ingest_phase::reader_seed(seed, t)),
+                    "{v:?} reader {t}"
+                );
+            }
+        }
+        assert_eq!(seen.len(), 12 * 8);
+    }
+
     fn small_store(
         dir: &std::path::Path,
         m: Manifest,
