@@ -3,10 +3,13 @@
 //! producing the results JSON records.
 
 mod error;
+mod ingest;
+mod ingest_phase;
 mod measure;
 mod ops;
 mod preflight;
 mod session;
+mod sync_put;
 mod sys;
 mod trace_run;
 mod variant;
@@ -18,6 +21,7 @@ use aimeta_adapters::{Durability, EngineKind};
 use aimeta_reports::{Dataset, Provenance, Record, Results, RunConfig, Status, SCHEMA_VERSION};
 
 pub use error::RunError;
+pub use ingest::{IngestDurability, IngestReaders};
 pub use preflight::{available_memory_bytes, check_room, free_disk_bytes, store_bytes_estimate};
 pub use session::{base_record, full_frame_variants, variants, workload_seed, Measured, Session};
 pub use sys::{drop_from_page_cache, CgroupGuard};
@@ -25,7 +29,7 @@ pub(crate) use trace_run::{dataset_name, Replay};
 pub use trace_run::{
     featured_trace_method, run_trace, trace_capacities, trace_methods, TRACE_THREADS,
 };
-pub use variant::Variant;
+pub use variant::{ThreadCount, Variant};
 pub use working_set::{TouchedPages, LAYOUT_PAGE_BYTES};
 
 use crate::gen::{derive_seed, ChainGraph, KvChain, Layout, Manifest};
@@ -60,6 +64,15 @@ pub enum Workload {
     /// A KV-cache request trace replayed request by request: longest cached prefix,
     /// insert batch, evict batch (see `trace_run`).
     KvcacheTrace,
+    /// Point gets from 1, 4 or 8 reader threads (alternating with range scans), alone and
+    /// beside a writer appending shards, in async and sync durability (see `ingest`).
+    ManifestIngestGet,
+    /// The same readers' 100-row range scans from a random key.
+    ManifestIngestScan,
+    /// The writer appending new 10,000-sample shards in atomic batches beside the readers.
+    ManifestIngestWrite,
+    /// Single puts committed with an fsync each from 1 and 8 writer threads (see `sync_put`).
+    SyncPut,
 }
 
 /// Which data sets a workload runs on.
@@ -76,8 +89,9 @@ pub enum Family {
 }
 
 impl Workload {
-    /// Every workload, in the order they run on a store (CAS last: it writes).
-    pub const ALL: [Workload; 12] = [
+    /// Every workload, in the order they run on a store (the writing ones last: CAS, then
+    /// ingest and sync puts, which append keys).
+    pub const ALL: [Workload; 16] = [
         Workload::BulkLoad,
         Workload::ManifestScan,
         Workload::ManifestGet,
@@ -90,6 +104,10 @@ impl Workload {
         Workload::ChainWalk500,
         Workload::ManifestCas,
         Workload::KvcacheTrace,
+        Workload::ManifestIngestGet,
+        Workload::ManifestIngestScan,
+        Workload::ManifestIngestWrite,
+        Workload::SyncPut,
     ];
 
     /// The workload's name in results and on the command line.
@@ -107,6 +125,10 @@ impl Workload {
             Workload::KvchainGet => "kvchain_get",
             Workload::ChainWalk500 => "chain_walk500",
             Workload::KvcacheTrace => "kvcache_trace",
+            Workload::ManifestIngestGet => "manifest_ingest_get",
+            Workload::ManifestIngestScan => "manifest_ingest_scan",
+            Workload::ManifestIngestWrite => "manifest_ingest_write",
+            Workload::SyncPut => "sync_put",
         }
     }
 
@@ -431,8 +453,11 @@ fn run_engine(
         .workloads
         .iter()
         .copied()
-        .filter(|w| w.runs_on(&p.data))
+        .filter(|w| w.runs_on(&p.data) && ingest::runs_on_dataset(*w, &ds.name))
         .collect();
+    if wanted.is_empty() {
+        return Ok(Vec::new());
+    }
     let mut s = match Session::load(o, kind, p, false, progress)? {
         Ok(s) => s,
         Err(why) => {
@@ -479,6 +504,7 @@ fn run_engine(
         }
     }
     out.extend(s.records());
+    out.extend(ingest::measure_writes(o, &mut s, p, &wanted, progress)?);
     drop(s);
     let full_frame: Vec<(Workload, Variant)> = wanted
         .iter()

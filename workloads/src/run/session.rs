@@ -195,6 +195,9 @@ pub fn variants(w: Workload, engine: EngineKind, full_frame: bool) -> Vec<Option
             Some(Variant::OffsetUniform),
             Some(Variant::OffsetZipf),
         ],
+        // Measured phase by phase after every other workload (`ingest::measure_writes`),
+        // never operation by operation.
+        w if super::ingest::WRITING.contains(&w) => Vec::new(),
         _ => vec![None],
     }
 }

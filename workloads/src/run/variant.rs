@@ -8,6 +8,7 @@ use aimeta_adapters::LpmMethod;
 
 use crate::trace::TraceMethod;
 
+use super::ingest::{self, IngestDurability, IngestReaders};
 use super::RunError;
 
 /// One way of running a workload, named in results as `variant`.
@@ -36,11 +37,79 @@ pub enum Variant {
     /// manifest_scan from a uniformly random sample inside a Zipf-chosen shard (YCSB's
     /// constant 0.99).
     OffsetZipf,
+    /// manifest_ingest_get or manifest_ingest_scan: `readers` reader threads, alone or
+    /// beside the writer, on the store reopened with `durability` (`r4_writer_sync`).
+    Ingest {
+        /// Reader threads.
+        readers: IngestReaders,
+        /// Whether the writer appends shards meanwhile.
+        writer: bool,
+        /// The durability the store was reopened with.
+        durability: IngestDurability,
+    },
+    /// manifest_ingest_write: the writer beside `readers` reader threads (`r4_sync`).
+    IngestWriter {
+        /// Reader threads beside it.
+        readers: IngestReaders,
+        /// The durability the store was reopened with.
+        durability: IngestDurability,
+    },
+    /// The same operations from this many threads at once (sync_put's writers, thread
+    /// sweeps): `t1` .. `t16`.
+    Threads(ThreadCount),
+}
+
+/// A thread count of a variant measured at several.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ThreadCount {
+    /// One thread.
+    T1,
+    /// Two threads.
+    T2,
+    /// Four threads.
+    T4,
+    /// Eight threads.
+    T8,
+    /// Sixteen threads.
+    T16,
+}
+
+impl ThreadCount {
+    /// Every thread count, fewest first.
+    pub const ALL: [ThreadCount; 5] = [
+        ThreadCount::T1,
+        ThreadCount::T2,
+        ThreadCount::T4,
+        ThreadCount::T8,
+        ThreadCount::T16,
+    ];
+
+    /// How many threads.
+    pub fn count(self) -> u32 {
+        match self {
+            ThreadCount::T1 => 1,
+            ThreadCount::T2 => 2,
+            ThreadCount::T4 => 4,
+            ThreadCount::T8 => 8,
+            ThreadCount::T16 => 16,
+        }
+    }
+
+    /// The variant name: `t1` .. `t16`.
+    pub fn name(self) -> &'static str {
+        match self {
+            ThreadCount::T1 => "t1",
+            ThreadCount::T2 => "t2",
+            ThreadCount::T4 => "t4",
+            ThreadCount::T8 => "t8",
+            ThreadCount::T16 => "t16",
+        }
+    }
 }
 
 impl Variant {
     /// Every variant.
-    pub const ALL: [Variant; 16] = [
+    pub const ALL: [Variant; 39] = [
         Variant::Native,
         Variant::NativeBoundary,
         Variant::PredecessorSeek,
@@ -57,6 +126,95 @@ impl Variant {
         Variant::Trace(TraceMethod::ChainedBisect),
         Variant::OffsetUniform,
         Variant::OffsetZipf,
+        Variant::Ingest {
+            readers: IngestReaders::R1,
+            writer: false,
+            durability: IngestDurability::Async,
+        },
+        Variant::Ingest {
+            readers: IngestReaders::R1,
+            writer: false,
+            durability: IngestDurability::Sync,
+        },
+        Variant::Ingest {
+            readers: IngestReaders::R1,
+            writer: true,
+            durability: IngestDurability::Async,
+        },
+        Variant::Ingest {
+            readers: IngestReaders::R1,
+            writer: true,
+            durability: IngestDurability::Sync,
+        },
+        Variant::Ingest {
+            readers: IngestReaders::R4,
+            writer: false,
+            durability: IngestDurability::Async,
+        },
+        Variant::Ingest {
+            readers: IngestReaders::R4,
+            writer: false,
+            durability: IngestDurability::Sync,
+        },
+        Variant::Ingest {
+            readers: IngestReaders::R4,
+            writer: true,
+            durability: IngestDurability::Async,
+        },
+        Variant::Ingest {
+            readers: IngestReaders::R4,
+            writer: true,
+            durability: IngestDurability::Sync,
+        },
+        Variant::Ingest {
+            readers: IngestReaders::R8,
+            writer: false,
+            durability: IngestDurability::Async,
+        },
+        Variant::Ingest {
+            readers: IngestReaders::R8,
+            writer: false,
+            durability: IngestDurability::Sync,
+        },
+        Variant::Ingest {
+            readers: IngestReaders::R8,
+            writer: true,
+            durability: IngestDurability::Async,
+        },
+        Variant::Ingest {
+            readers: IngestReaders::R8,
+            writer: true,
+            durability: IngestDurability::Sync,
+        },
+        Variant::IngestWriter {
+            readers: IngestReaders::R1,
+            durability: IngestDurability::Async,
+        },
+        Variant::IngestWriter {
+            readers: IngestReaders::R1,
+            durability: IngestDurability::Sync,
+        },
+        Variant::IngestWriter {
+            readers: IngestReaders::R4,
+            durability: IngestDurability::Async,
+        },
+        Variant::IngestWriter {
+            readers: IngestReaders::R4,
+            durability: IngestDurability::Sync,
+        },
+        Variant::IngestWriter {
+            readers: IngestReaders::R8,
+            durability: IngestDurability::Async,
+        },
+        Variant::IngestWriter {
+            readers: IngestReaders::R8,
+            durability: IngestDurability::Sync,
+        },
+        Variant::Threads(ThreadCount::T1),
+        Variant::Threads(ThreadCount::T2),
+        Variant::Threads(ThreadCount::T4),
+        Variant::Threads(ThreadCount::T8),
+        Variant::Threads(ThreadCount::T16),
     ];
 
     /// The variant's name in results.
@@ -73,6 +231,16 @@ impl Variant {
             Variant::Trace(method) => method.name(),
             Variant::OffsetUniform => "offset_uniform",
             Variant::OffsetZipf => "offset_zipf",
+            Variant::Ingest {
+                readers,
+                writer,
+                durability,
+            } => ingest::reader_variant_name(readers, writer, durability),
+            Variant::IngestWriter {
+                readers,
+                durability,
+            } => ingest::writer_variant_name(readers, durability),
+            Variant::Threads(threads) => threads.name(),
         }
     }
 
@@ -91,6 +259,7 @@ impl Variant {
             | Variant::Trace(_)
             | Variant::OffsetUniform
             | Variant::OffsetZipf => None,
+            Variant::Ingest { .. } | Variant::IngestWriter { .. } | Variant::Threads(_) => None,
         }
     }
 
@@ -156,5 +325,18 @@ mod tests {
             assert_eq!(v.and_then(Variant::trace_method), Some(method));
         }
         assert_eq!(Variant::Bisect.trace_method(), None);
+    }
+
+    #[test]
+    fn thread_counts_are_named_by_their_count() {
+        for t in ThreadCount::ALL {
+            let v = Variant::Threads(t);
+            assert_eq!(v.name(), format!("t{}", t.count()));
+            assert_eq!(Variant::parse(v.name()).ok(), Some(v));
+            assert!(Variant::ALL.contains(&v), "{v:?} missing from ALL");
+            assert_eq!(v.lpm_method(), None);
+        }
+        let counts: Vec<u32> = ThreadCount::ALL.map(ThreadCount::count).to_vec();
+        assert_eq!(counts, [1, 2, 4, 8, 16]);
     }
 }
