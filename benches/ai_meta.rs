@@ -43,7 +43,7 @@ fn options() -> Result<RunOptions, String> {
     Ok(RunOptions {
         scale,
         engines,
-        workloads: Workload::ALL.to_vec(),
+        workloads: Workload::default_set(),
         budget_mode: BudgetMode::Engine,
         cold: false,
         durability: Durability::Async,
@@ -106,8 +106,10 @@ fn bench(c: &mut Criterion) {
         let ds = planned.meta.name.clone();
         for &kind in &o.engines {
             let engine = kind.name();
-            let plan: Vec<(Workload, Option<Variant>)> = Workload::ALL
-                .into_iter()
+            let plan: Vec<(Workload, Option<Variant>)> = o
+                .workloads
+                .iter()
+                .copied()
                 .filter(|w| *w != Workload::BulkLoad && w.runs_on(&planned.data))
                 .flat_map(|w| {
                     variants(w, kind, o.full_frame)

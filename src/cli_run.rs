@@ -133,7 +133,7 @@ fn parse(args: &RunArgs) -> Result<RunOptions, String> {
             .collect::<Result<_, _>>()?
     };
     let workloads = if args.workloads.is_empty() {
-        Workload::ALL.to_vec()
+        Workload::default_set()
     } else {
         let mut w: Vec<Workload> = args
             .workloads

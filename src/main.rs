@@ -5,6 +5,7 @@ mod cli_gate;
 mod cli_report;
 mod cli_repro;
 mod cli_run;
+mod cli_sweep;
 
 use std::process::ExitCode;
 
@@ -30,6 +31,9 @@ struct Cli {
 enum Command {
     /// Measure engines on the ai_meta workloads and write results JSON.
     Run(cli_run::RunArgs),
+    /// The same manifest workloads at 10^5 to 5 x 10^7 keys for every engine at one
+    /// budget (memory cgroup), gets and scans from 1 to 16 threads, the device's floor.
+    Sweep(cli_sweep::SweepArgs),
     /// The CI performance gate: ratios to LMDB and I/O counters against the baseline.
     Gate(cli_gate::GateArgs),
     /// Reproduce the seed report: scans and longest-prefix lookups beyond the pool, with
@@ -100,6 +104,7 @@ fn main() -> ExitCode {
     };
     match cli.command {
         Command::Run(args) => cli_run::run(args),
+        Command::Sweep(args) => cli_sweep::sweep(args),
         Command::Gate(args) => cli_gate::gate(args),
         Command::Repro(args) => cli_repro::repro(args),
         Command::Ratios { files } => ratios(&files),

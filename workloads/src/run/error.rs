@@ -63,6 +63,12 @@ pub enum RunError {
         /// What to do about it.
         hint: &'static str,
     },
+    /// The sizes of a sweep cannot be made into manifests.
+    #[error("bad sweep: {detail}; give sizes in keys like 1e5,1e6,1e7,5e7 (whole shards of 10,000 above 10,000)")]
+    BadSweep {
+        /// What is wrong.
+        detail: String,
+    },
     /// The device's floor could not be measured.
     #[error(transparent)]
     Device(#[from] crate::device::DeviceError),
@@ -135,6 +141,7 @@ impl RunError {
                 | RunError::Trace(_)
                 | RunError::Schedule { .. }
                 | RunError::NoRoom { .. }
+                | RunError::BadSweep { .. }
         )
     }
 }

@@ -9,6 +9,7 @@ mod measure;
 mod ops;
 mod preflight;
 mod session;
+mod sweep;
 mod sync_put;
 mod sys;
 mod trace_run;
@@ -24,6 +25,10 @@ pub use error::RunError;
 pub use ingest::{IngestDurability, IngestReaders};
 pub use preflight::{available_memory_bytes, check_room, free_disk_bytes, store_bytes_estimate};
 pub use session::{base_record, full_frame_variants, variants, workload_seed, Measured, Session};
+pub use sweep::{
+    manifest_of, plan_sweep, size_name, sweep, SweepOptions, SWEEP_PER_SHARD, SWEEP_SCALE,
+    SWEEP_SIZES, SWEEP_THREAD_WORKLOADS, SWEEP_WORKLOADS,
+};
 pub use sys::{drop_from_page_cache, CgroupGuard};
 pub(crate) use trace_run::{dataset_name, Replay};
 pub use trace_run::{
@@ -52,6 +57,11 @@ pub enum Workload {
     ManifestCount8000,
     /// Point gets from 8 threads at once.
     ManifestGetPar8,
+    /// Point gets from 1, 2, 4, 8 and 16 threads at once (`ai-meta sweep`).
+    ManifestGetThreads,
+    /// 100-entry scans from random offsets (uniform shards) from 1 to 16 threads at once
+    /// (`ai-meta sweep`).
+    ManifestScanThreads,
     /// Compare-and-swap of a random key's value.
     ManifestCas,
     /// Longest stored prefix of a chain query (80 % hits, 20 % misses), by each method.
@@ -91,7 +101,7 @@ pub enum Family {
 impl Workload {
     /// Every workload, in the order they run on a store (the writing ones last: CAS, then
     /// ingest and sync puts, which append keys).
-    pub const ALL: [Workload; 16] = [
+    pub const ALL: [Workload; 18] = [
         Workload::BulkLoad,
         Workload::ManifestScan,
         Workload::ManifestGet,
@@ -99,6 +109,8 @@ impl Workload {
         Workload::ManifestRange100,
         Workload::ManifestCount8000,
         Workload::ManifestGetPar8,
+        Workload::ManifestGetThreads,
+        Workload::ManifestScanThreads,
         Workload::KvchainLpm,
         Workload::KvchainGet,
         Workload::ChainWalk500,
@@ -110,6 +122,20 @@ impl Workload {
         Workload::SyncPut,
     ];
 
+    /// What `ai-meta run` and the bench measure when no workload is named: every one but
+    /// the thread sweeps, which `ai-meta sweep` runs on its largest data set.
+    pub fn default_set() -> Vec<Workload> {
+        Workload::ALL
+            .into_iter()
+            .filter(|w| {
+                !matches!(
+                    w,
+                    Workload::ManifestGetThreads | Workload::ManifestScanThreads
+                )
+            })
+            .collect()
+    }
+
     /// The workload's name in results and on the command line.
     pub fn name(self) -> &'static str {
         match self {
@@ -120,6 +146,8 @@ impl Workload {
             Workload::ManifestRange100 => "manifest_range100",
             Workload::ManifestCount8000 => "manifest_count8000",
             Workload::ManifestGetPar8 => "manifest_get_par8",
+            Workload::ManifestGetThreads => "manifest_get_threads",
+            Workload::ManifestScanThreads => "manifest_scan_threads",
             Workload::ManifestCas => "manifest_cas",
             Workload::KvchainLpm => "kvchain_lpm",
             Workload::KvchainGet => "kvchain_get",
@@ -442,7 +470,7 @@ pub fn new_results(o: &RunOptions) -> Result<Results, RunError> {
 }
 
 /// Loads one data set into one engine and runs every workload of its family.
-fn run_engine(
+pub(crate) fn run_engine(
     o: &RunOptions,
     kind: EngineKind,
     p: &Planned,

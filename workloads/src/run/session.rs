@@ -17,7 +17,7 @@ use hdrhistogram::Histogram;
 use super::measure::{histogram, io_per_op, latency};
 use super::ops::{self, ManifestOps};
 use super::working_set::TouchedPages;
-use super::{sys, Data, Planned, Progress, RunError, RunOptions, Variant, Workload};
+use super::{sys, Data, Planned, Progress, RunError, RunOptions, ThreadCount, Variant, Workload};
 use crate::alloc_count::{self, AllocCount};
 use crate::gen::{derive_seed, seeded, KvQuery, Rng};
 
@@ -96,6 +96,15 @@ impl QueryLayout {
             t.touch_bytes(offset, len);
         }
     }
+}
+
+/// The operation of a parallel workload's threads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ParallelOp {
+    /// A point get of a random key.
+    Get,
+    /// 100 entries from a random sample of a uniformly chosen shard.
+    Scan,
 }
 
 /// Queries a chain-index session draws from, cycling.
@@ -198,6 +207,10 @@ pub fn variants(w: Workload, engine: EngineKind, full_frame: bool) -> Vec<Option
         // Measured phase by phase after every other workload (`ingest::measure_writes`),
         // never operation by operation.
         w if super::ingest::WRITING.contains(&w) => Vec::new(),
+        Workload::ManifestGetThreads | Workload::ManifestScanThreads => ThreadCount::ALL
+            .into_iter()
+            .map(|t| Some(Variant::Threads(t)))
+            .collect(),
         _ => vec![None],
     }
 }
@@ -550,7 +563,13 @@ impl Session {
         for i in 0..warmup {
             self.op(w, variant, i)?;
         }
-        let chunk = (ops / 100).max(1);
+        // A parallel workload runs in one call: each call starts its threads, and a
+        // hundred starts of 16 threads would weigh on the throughput it measures.
+        let chunk = if Session::parallel((w, variant)).is_some() {
+            ops.max(1)
+        } else {
+            (ops / 100).max(1)
+        };
         let mut done = 0;
         while done < ops {
             let n = chunk.min(ops - done);
@@ -569,8 +588,8 @@ impl Session {
         variant: Option<Variant>,
         iters: u64,
     ) -> Result<Duration, RunError> {
-        if w == Workload::ManifestGetPar8 {
-            return self.time_par8(iters);
+        if let Some((threads, op)) = Session::parallel((w, variant)) {
+            return self.time_parallel((w, variant), threads, op, iters);
         }
         let key = (w, variant);
         self.ensure_state(key)?;
@@ -613,24 +632,46 @@ impl Session {
         Ok(total)
     }
 
-    /// manifest_get_par8: `iters` point gets split over 8 threads; returns the wall time.
-    fn time_par8(&mut self, iters: u64) -> Result<Duration, RunError> {
-        const THREADS: u64 = 8;
+    /// A parallel workload's thread count and operation: manifest_get_par8 is 8 threads of
+    /// point gets; manifest_get_threads and manifest_scan_threads take theirs from the
+    /// variant. None for the workloads that run on one thread.
+    fn parallel(key: Measured) -> Option<(u64, ParallelOp)> {
+        let threads = |v: Option<Variant>| match v {
+            Some(Variant::Threads(t)) => Some(u64::from(t.count())),
+            _ => None,
+        };
+        match key {
+            (Workload::ManifestGetPar8, None) => Some((8, ParallelOp::Get)),
+            (Workload::ManifestGetThreads, v) => threads(v).map(|n| (n, ParallelOp::Get)),
+            (Workload::ManifestScanThreads, v) => threads(v).map(|n| (n, ParallelOp::Scan)),
+            _ => None,
+        }
+    }
+
+    /// A parallel workload: `iters` operations split over its threads, each thread with
+    /// its own generator, histogram, page set and allocation count; returns the wall time.
+    fn time_parallel(
+        &mut self,
+        key: Measured,
+        threads: u64,
+        op: ParallelOp,
+        iters: u64,
+    ) -> Result<Duration, RunError> {
         let Data::Manifest(m) = self.data.clone() else {
             return Ok(Duration::ZERO);
         };
-        let key = (Workload::ManifestGetPar8, None);
-        let per = iters.div_ceil(THREADS);
-        let round = self.tally(key, THREADS as u32).ops;
+        let per = iters.div_ceil(threads);
+        let round = self.tally(key, threads as u32).ops;
         let eng = self.engine()?;
         let before = eng.io_counters();
         let os0 = sys::os_read_bytes();
         let dataset = self.dataset.name.clone();
         let seed = workload_seed(self.seed, key, &dataset);
+        let workload = key.0.name();
         let start = Instant::now();
         type ThreadResult = Result<(Histogram<u64>, TouchedPages, AllocCount), RunError>;
         let hists: Vec<ThreadResult> = std::thread::scope(|s| {
-            let handles: Vec<_> = (0..THREADS)
+            let handles: Vec<_> = (0..threads)
                 .map(|t| {
                     let dataset = &dataset;
                     s.spawn(move || {
@@ -640,7 +681,12 @@ impl Session {
                         let alloc_before = alloc_count::engine_total();
                         for _ in 0..per {
                             let t0 = Instant::now();
-                            mo.on(eng).get()?;
+                            match op {
+                                ParallelOp::Get => mo.on(eng).get()?,
+                                ParallelOp::Scan => {
+                                    mo.on(eng).scan_from_offset(ops::ShardChoice::Uniform)?
+                                }
+                            }
                             h.saturating_record((t0.elapsed().as_nanos() as u64).max(1));
                         }
                         let alloc = alloc_count::engine_since(alloc_before);
@@ -654,7 +700,7 @@ impl Session {
                     h.join().unwrap_or_else(|_| {
                         Err(RunError::WrongAnswer {
                             engine: eng.name().into(),
-                            workload: "manifest_get_par8".into(),
+                            workload: workload.into(),
                             detail: "a reader thread panicked".into(),
                         })
                     })
@@ -664,16 +710,16 @@ impl Session {
         let wall = start.elapsed();
         let hists: Vec<(Histogram<u64>, TouchedPages, AllocCount)> =
             hists.into_iter().collect::<Result<_, _>>()?;
-        let t = self.tally(key, THREADS as u32);
+        let t = self.tally(key, threads as u32);
         for (h, touched, alloc) in hists {
             let _ = t.hist.add(h);
             t.touched.merge(&touched);
             t.alloc.add(alloc);
         }
         t.wall += wall;
-        t.ops += per * THREADS;
+        t.ops += per * threads;
         self.add_io(key, before, os0);
-        Ok(wall.mul_f64(iters as f64 / (per * THREADS) as f64))
+        Ok(wall.mul_f64(iters as f64 / (per * threads) as f64))
     }
 
     /// Records of everything measured so far.
