@@ -53,7 +53,7 @@ pub struct SweepOptions {
 pub fn size_name(keys: u64) -> String {
     let mut mantissa = keys;
     let mut exponent = 0;
-    while mantissa >= 10 && mantissa % 10 == 0 {
+    while mantissa >= 10 && mantissa.is_multiple_of(10) {
         mantissa /= 10;
         exponent += 1;
     }
@@ -81,7 +81,7 @@ pub fn manifest_of(keys: u64) -> Result<Manifest, RunError> {
             per_shard: keys as u32,
         });
     }
-    if keys % per != 0 {
+    if !keys.is_multiple_of(per) {
         return Err(bad(&format!(
             "sizes above {per} keys must be whole shards of {per} samples"
         )));
