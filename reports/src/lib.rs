@@ -17,6 +17,9 @@ mod charts;
 mod command;
 mod format;
 pub mod gate;
+mod ingest_table;
+mod line_chart;
+mod log_axis;
 mod markdown;
 mod merge;
 mod order;
@@ -28,15 +31,17 @@ mod results;
 mod rows;
 mod stories;
 mod svg;
+mod sweep_charts;
 #[cfg(test)]
 mod testing;
 mod trace;
 mod trace_charts;
 mod trace_hit_rate;
 mod trace_table;
+mod working_set;
 
 pub use atomic::write_atomically;
-pub use charts::{render_charts, RenderedChart};
+pub use charts::{render_charts, ChartKind, RenderedChart};
 pub use command::{report_main, report_main_with, run_report, ReadmeTarget, ReportRequest};
 pub use merge::{MergeError, Merged, Source};
 pub use order::engine_colour;
