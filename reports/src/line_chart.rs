@@ -287,34 +287,23 @@ impl LineChart {
         svg.line((left, bottom), (right, bottom), theme.axis, 1.0, false);
         svg.line((left, top), (left, bottom), theme.axis, 1.0, false);
 
-        // Reference lines: a label above its line, or below it when above would leave
-        // the plot or meet the previous label.
+        // Reference lines under the data, their labels over it.
         let mut floors: Vec<&Floor> = self.floors.iter().collect();
         floors.sort_by(|a, b| b.value.total_cmp(&a.value));
-        let mut placed: Vec<f64> = Vec::new();
-        for f in floors {
+        for f in &floors {
             let y = y_of(f.value);
             svg.line((left, y), (right, y), theme.axis, 1.5, true);
-            let clear = |b: f64| placed.iter().all(|p| (p - b).abs() >= TICK_SIZE + 3.0);
-            let above = y - 5.0;
-            let baseline = if above >= top + TICK_SIZE && clear(above) {
-                above
-            } else {
-                y + TICK_SIZE + 3.0
-            };
-            placed.push(baseline);
-            let text = fit_text(&f.label, TICK_SIZE, false, right - left - 8.0);
-            let style = TextStyle::new(TICK_SIZE, theme.text)
-                .anchor(Anchor::End)
-                .halo(theme.background);
-            svg.text(right - 4.0, baseline, style, &text);
         }
 
         // The lines, then their marks on top.
+        let mut ends: Vec<(f64, f64)> = Vec::new();
         for s in &self.series {
             let mut points: Vec<&Point> = s.points.iter().collect();
             points.retain(|p| p.x.is_finite() && p.x > 0.0 && p.y.is_finite() && p.y > 0.0);
             points.sort_by(|a, b| a.x.total_cmp(&b.x));
+            if let (Some(first), Some(last)) = (points.first(), points.last()) {
+                ends.push((y_of(first.y), y_of(last.y)));
+            }
             if points.len() > 1 {
                 let line: Vec<(f64, f64)> = points.iter().map(|p| (x_of(p.x), y_of(p.y))).collect();
                 svg.polyline(&line, s.colour, 2.0, false);
@@ -327,6 +316,34 @@ impl LineChart {
                     theme.background,
                     Some(&p.tip),
                 );
+            }
+        }
+
+        // Each label above its line (below when above would leave the plot or meet the
+        // previous label), at the end of the plot where the lines pass farthest from it.
+        let mut placed: Vec<f64> = Vec::new();
+        for f in floors {
+            let y = y_of(f.value);
+            let clear = |b: f64| placed.iter().all(|p| (p - b).abs() >= TICK_SIZE + 3.0);
+            let above = y - 5.0;
+            let baseline = if above >= top + TICK_SIZE && clear(above) {
+                above
+            } else {
+                y + TICK_SIZE + 3.0
+            };
+            placed.push(baseline);
+            let middle = baseline - TICK_SIZE * 0.35;
+            let room = |end: fn(&(f64, f64)) -> f64| {
+                ends.iter()
+                    .map(|e| (end(e) - middle).abs())
+                    .fold(f64::INFINITY, f64::min)
+            };
+            let text = fit_text(&f.label, TICK_SIZE, false, right - left - 8.0);
+            let style = TextStyle::new(TICK_SIZE, theme.text).halo(theme.background);
+            if room(|e| e.0) > room(|e| e.1) {
+                svg.text(left + 6.0, baseline, style, &text);
+            } else {
+                svg.text(right - 4.0, baseline, style.anchor(Anchor::End), &text);
             }
         }
     }

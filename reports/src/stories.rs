@@ -192,7 +192,7 @@ pub(crate) fn scan_cliff(merged: &Merged) -> Chart {
     let mut footnotes = vec![if qualified {
         format!(
             "Lighter bars: data that fits the cache budget ({}); solid bars: data larger than \
-             it ({}), called beyond the budget only where the scans' working set is.",
+             it ({}), labelled beyond only where the scans' working set is too.",
             names(true),
             names(false)
         )
