@@ -122,8 +122,8 @@ pub(crate) fn dataset_tag(
 }
 
 /// A heading describing a data set, for the measurements `records` under it: whether it
-/// fits the budget (in working set, where the records carry one), its size, and their
-/// working set.
+/// fits the budget (in working set, where the records carry one) and its size. (The
+/// working sets themselves are in the chart's subtitle.)
 pub(crate) fn dataset_header(results: &Results, dataset: &str, records: &[&Record]) -> String {
     let standing = working_set::standing(results, dataset, records);
     let mut s = dataset.to_string();
@@ -131,20 +131,16 @@ pub(crate) fn dataset_header(results: &Results, dataset: &str, records: &[&Recor
         s.push_str(": ");
         s.push_str(&words);
     }
-    let mut facts = Vec::new();
     if let Some(d) = results.dataset(dataset) {
-        facts.push(format!(
-            "{} keys, {} of data, {}× the budget",
+        // The words already give the data's ratio when they qualify it.
+        let ratio = (!standing.qualified())
+            .then(|| format!(", {}× the budget", format::trim_num(d.ratio_to_budget, 2)));
+        s.push_str(&format!(
+            " ({} keys, {} of data{})",
             format::thousands(d.keys),
             format::bytes(d.data_bytes as f64),
-            format::trim_num(d.ratio_to_budget, 2)
+            ratio.unwrap_or_default()
         ));
-    }
-    if let Some(span) = working_set::Span::of(records.iter().copied()) {
-        facts.push(format!("working set {}", span.text()));
-    }
-    if !facts.is_empty() {
-        s.push_str(&format!(" ({})", facts.join("; ")));
     }
     s
 }
