@@ -3,6 +3,7 @@
 //! rendered in a light and a dark theme.
 
 use crate::chart::{Chart, Section, ValueAxis};
+use crate::ingest_chart;
 use crate::line_chart::LineChart;
 use crate::merge::Merged;
 use crate::order;
@@ -65,6 +66,7 @@ pub(crate) fn merged_charts(merged: &Merged) -> Vec<RenderedChart> {
         stories::scan_cliff(&single_runs),
         stories::lpm_variants(&single_runs),
     ]);
+    stories.extend(ingest_chart::ingest_chart(merged));
     let sweeps = sweep_charts::sweep_charts(merged);
     let reserved: Vec<String> = stories
         .iter()

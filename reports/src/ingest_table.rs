@@ -11,24 +11,26 @@ use crate::order;
 use crate::results::{Record, Results, Status};
 
 /// The readers' workloads and the operation each names.
-const READERS: [(&str, &str); 2] = [
+pub(crate) const READERS: [(&str, &str); 2] = [
     ("manifest_ingest_get", "get"),
     ("manifest_ingest_scan", "scan"),
 ];
 /// The writer's workload (its `ops_per_sec`: keys per second).
-const WRITER: &str = "manifest_ingest_write";
+pub(crate) const WRITER: &str = "manifest_ingest_write";
 /// Single synchronous puts (its `ops_per_sec`: commits per second over all writers).
 const SYNC_PUT: &str = "sync_put";
 
 /// Whether the readers ran alone or beside the writer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-enum Company {
+pub(crate) enum Company {
+    /// No writer ran.
     Alone,
+    /// Beside the writer.
     Writer,
 }
 
 /// A reader variant: `r4_alone_async` is (4, Alone, "async").
-fn reader_variant(v: &str) -> Option<(u32, Company, &str)> {
+pub(crate) fn reader_variant(v: &str) -> Option<(u32, Company, &str)> {
     let rest = v.strip_prefix('r')?;
     let (readers, rest) = rest.split_once('_')?;
     let (company, durability) = rest.split_once('_')?;
@@ -41,7 +43,7 @@ fn reader_variant(v: &str) -> Option<(u32, Company, &str)> {
 }
 
 /// A writer variant: `r4_async` is (4, "async").
-fn writer_variant(v: &str) -> Option<(u32, &str)> {
+pub(crate) fn writer_variant(v: &str) -> Option<(u32, &str)> {
     let (readers, durability) = v.strip_prefix('r')?.split_once('_')?;
     Some((readers.parse().ok()?, durability))
 }

@@ -17,6 +17,7 @@ mod charts;
 mod command;
 mod format;
 pub mod gate;
+mod ingest_chart;
 mod ingest_table;
 mod line_chart;
 mod log_axis;
