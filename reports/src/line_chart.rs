@@ -33,7 +33,8 @@ pub(crate) enum XKind {
 impl XKind {
     fn axis(self, values: &[f64]) -> Option<LogAxis> {
         match self {
-            XKind::Keys => LogAxis::decades(values),
+            // The measured sizes are ticks too, so each point's size can be read.
+            XKind::Keys => LogAxis::decades(values).map(|a| a.with_extra_ticks(values)),
             XKind::Threads => LogAxis::powers_of_two(values),
         }
     }

@@ -82,6 +82,13 @@ impl LogAxis {
         LogAxis { lo, hi, ticks }
     }
 
+    /// The same axis with `extra` values (those within the domain) as ticks too.
+    pub(crate) fn with_extra_ticks(self, extra: &[f64]) -> LogAxis {
+        let mut ticks = self.ticks;
+        ticks.extend(extra.iter().copied().filter(|v| v.is_finite()));
+        LogAxis::with_ticks(self.lo, self.hi, ticks)
+    }
+
     /// Position of `v` as a share of the axis's length (0 at `lo`, 1 at `hi`), clamped
     /// to the domain; values that are not positive sit at 0.
     pub(crate) fn position(&self, v: f64) -> f64 {
@@ -109,6 +116,11 @@ mod tests {
         let decade = a.position(1e6) - a.position(1e5);
         assert!((a.position(1e7) - a.position(1e6) - decade).abs() < 1e-12);
         assert!((decade - 1.0 / 5e2f64.log10()).abs() < 1e-12);
+        // A measured size between decades becomes a tick of its own.
+        let b = LogAxis::decades(&[1e5, 3e7])
+            .ok_or("no axis")?
+            .with_extra_ticks(&[3e7, 0.0]);
+        assert_eq!(b.ticks, vec![1e5, 1e6, 1e7, 3e7, 5e7]);
         Ok(())
     }
 

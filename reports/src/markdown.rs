@@ -7,7 +7,7 @@ use crate::format::{self, md_cell};
 use crate::ingest_table::ingest_tables;
 use crate::merge::{self, Merged, Source};
 use crate::order;
-use crate::results::{Record, Results, Status};
+use crate::results::{Record, Results, Status, WorkingSetSource};
 use crate::trace::{is_headline_setting, TRACE_WORKLOAD};
 use crate::trace_table::{trace_table, TableScope, EXPLANATION};
 use crate::working_set::Span;
@@ -49,14 +49,18 @@ impl Columns {
     }
 }
 
-/// A working set as its table cell: "41 MiB (2.56× the budget, beyond)".
+/// A working set as its table cell: "41 MiB (2.56× the budget, beyond; key layout)".
 fn working_set_cell(r: &Record) -> String {
     match &r.working_set {
         Some(ws) => format!(
-            "{} ({}× the budget, {})",
+            "{} ({}× the budget, {}; {})",
             format::bytes(ws.bytes as f64),
             raw(ws.ratio_to_budget, 2),
-            if ws.beyond_budget() { "beyond" } else { "fits" }
+            if ws.beyond_budget() { "beyond" } else { "fits" },
+            match ws.source {
+                WorkingSetSource::KeyLayout => "key layout",
+                WorkingSetSource::EngineCounters => "engine counters",
+            }
         ),
         None => String::new(),
     }
@@ -271,7 +275,10 @@ fn datasets(out: &mut String, results: &Results) {
     if with_ws {
         out.push_str(
             "Working set: the distinct 4 KiB pages the timed operations of a data set's \
-             measurements touched, smallest to largest over its workloads and engines.\n\n",
+             measurements touched, smallest to largest over its workloads and engines (from \
+             the keys read packed in key order, a lower bound for every engine, or from the \
+             engine's own page counters; each table below says which). A data set is called \
+             beyond the budget only where its working set is.\n\n",
         );
         out.push_str("| data set | family | keys | data | data fits the budget | data ÷ budget | working set |\n");
         out.push_str("| --- | --- | --- | --- | --- | --- | --- |\n");
@@ -459,7 +466,7 @@ mod tests {
 
     #[test]
     fn allocations_and_working_sets_get_columns_only_where_records_carry_them() -> TestResult {
-        use crate::results::{AllocPerOp, WorkingSet, WorkingSetSource};
+        use crate::results::{AllocPerOp, WorkingSet};
         let mut counted = rec(Status::Ok, None);
         counted.alloc_per_op = Some(AllocPerOp {
             bytes: 171.88,
@@ -480,7 +487,7 @@ mod tests {
         let md = results_md(&Merged::single(results));
         let needles = [
             "| threads | store size (bytes) | working set | alloc bytes/op | allocations/op | note |",
-            "| 41 MiB (2.56× the budget, beyond) | 171.9 | 2.50 | a \\| b c |",
+            "| 41 MiB (2.56× the budget, beyond; key layout) | 171.9 | 2.50 | a \\| b c |",
             // lmdb carries neither: empty cells, not zeros.
             "| 4 KiB (4096) |  |  |  | a \\| b c |",
         ];

@@ -93,10 +93,18 @@ pub(crate) fn section(merged: &Merged, charts: &[RenderedChart], prefix: &str) -
         .filter(|c| c.kind == ChartKind::Sweep)
         .collect();
     if !sweeps.is_empty() {
+        let floor = merged
+            .sources()
+            .iter()
+            .any(|s| s.config.sweep.is_some() && s.device.is_some());
+        let dashed = if floor {
+            " (dashed: the disk's own floor)"
+        } else {
+            ""
+        };
         let _ = writeln!(
             out,
-            "Cost against data size and throughput against threads, from the sweep \
-             (dashed: the disk's own floor):\n"
+            "Cost against data size and throughput against threads, from the sweep{dashed}:\n"
         );
         for chart in sweeps {
             picture(&mut out, chart);

@@ -85,6 +85,17 @@ fn a_sweep_draws_cost_against_size_and_throughput_against_threads() -> TestResul
         "on manifest_5e7 · one line per engine",
     ];
     support::assert_contains_all(&threads, &needles);
+    // results.md: allocations per operation where measured, empty cells where not.
+    let md = std::fs::read_to_string(&summary.results_md)?;
+    support::assert_contains_all(
+        &md,
+        &[
+            "| working set | alloc bytes/op | allocations/op | note |",
+            "| manifest_1e5 | aimeta |  | ok | 900.0 |",
+            "| 48.0 | 1.00 |  |",
+            "|  |  | no PostgreSQL server on this machine |",
+        ],
+    );
     let png_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("report-png-sweep");
     let sweep_charts: Vec<PathBuf> = summary
         .charts

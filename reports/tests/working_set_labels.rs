@@ -75,13 +75,28 @@ fn a_beyond_named_data_set_whose_working_set_fits_is_not_labelled_beyond() -> Te
             );
         }
     }
+    // The longer labels still fit without overlapping.
+    let png_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("report-png-working-set");
+    let stories: Vec<std::path::PathBuf> = summary
+        .charts
+        .iter()
+        .filter(|p| {
+            let name = p.to_string_lossy();
+            ["aimeta_vs_lmdb", "scan_cliff", "manifest_get-"]
+                .iter()
+                .any(|s| name.contains(s))
+        })
+        .cloned()
+        .collect();
+    assert_eq!(stories.len(), 6);
+    support::render_pngs_and_check_text(&stories, &png_dir)?;
     let md = std::fs::read_to_string(&summary.results_md)?;
     support::assert_contains_all(
         &md,
         &[
             "| data set | family | keys | data | data fits the budget | data ÷ budget | working set |",
             "| manifest_beyond | manifest | 2000000 | 381 MiB (400000000) | no | 6.00 | 2.4 MiB fits the 64 MiB budget |",
-            "| 2.4 MiB (0.04× the budget, fits) |",
+            "| 2.4 MiB (0.04× the budget, fits; key layout) |",
         ],
     );
     Ok(())
