@@ -130,7 +130,7 @@ fn linear(max: f64, cut: bool) -> Axis {
 }
 
 /// The largest 1, 2 or 5 times a power of ten at most `x` (`up`: the smallest at least).
-fn nice_125(x: f64, up: bool) -> f64 {
+pub(crate) fn nice_125(x: f64, up: bool) -> f64 {
     let p = 10f64.powf(x.log10().floor());
     let steps = [1.0, 2.0, 5.0, 10.0];
     if up {

@@ -3,14 +3,30 @@
 //! rendered in a light and a dark theme.
 
 use crate::chart::{Chart, Section, ValueAxis};
+use crate::ingest_chart;
+use crate::line_chart::LineChart;
 use crate::merge::Merged;
 use crate::order;
 use crate::results::Results;
 use crate::rows::{dataset_header, engine_label, file_stem, full_frame_note, record_row, subtitle};
 use crate::stories;
 use crate::svg::THEMES;
+use crate::sweep_charts;
 use crate::trace::TRACE_WORKLOAD;
 use crate::trace_charts;
+
+/// Which part of the report a chart belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ChartKind {
+    /// A story chart, shown first in the README.
+    Story,
+    /// A chart of an `ai-meta sweep` (cost against data size, throughput against
+    /// threads), shown after the story charts.
+    Sweep,
+    /// One workload's chart, folded away in the README.
+    Workload,
+}
 
 /// One chart, rendered in both themes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -19,9 +35,8 @@ pub struct RenderedChart {
     pub stem: String,
     /// The chart's title (also its alt text).
     pub title: String,
-    /// Whether this is a story chart (shown first in the README) rather than a
-    /// per-workload chart.
-    pub story: bool,
+    /// Which part of the report it belongs to.
+    pub kind: ChartKind,
     /// SVG on a white background.
     pub light: String,
     /// SVG on a dark background.
@@ -31,7 +46,8 @@ pub struct RenderedChart {
 /// Renders every chart for `results`: the story charts, that is the three trace charts
 /// when there are `kvcache_trace` records (per-request time, hit rate against capacity,
 /// lookup percentiles: the closest to real use, so first), then aimeta versus LMDB, the
-/// scan cliff and the longest-prefix lookup variants; then one chart per workload but
+/// scan cliff and the longest-prefix lookup variants; then, for a sweep's records, cost
+/// against data size and throughput against threads; then one chart per workload but
 /// the trace (whose records vary in more than engine and data set, which the trace
 /// charts and results.md show), in a stable order.
 pub fn render_charts(results: &Results) -> Vec<RenderedChart> {
@@ -42,34 +58,45 @@ pub fn render_charts(results: &Results) -> Vec<RenderedChart> {
 /// runs of its own records.
 pub(crate) fn merged_charts(merged: &Merged) -> Vec<RenderedChart> {
     let results = merged.results();
+    // A sweep has charts of its own: the stories draw the other runs, when there are.
+    let single_runs = merged.without(|s| s.config.sweep.is_some());
     let mut stories = trace_charts::trace_charts(merged);
     stories.extend([
-        stories::headline(merged),
-        stories::scan_cliff(merged),
-        stories::lpm_variants(merged),
+        stories::headline(&single_runs),
+        stories::scan_cliff(&single_runs),
+        stories::lpm_variants(&single_runs),
     ]);
-    let story_stems: Vec<String> = stories.iter().map(|c| c.stem.clone()).collect();
+    stories.extend(ingest_chart::ingest_chart(merged));
+    let sweeps = sweep_charts::sweep_charts(merged);
+    let reserved: Vec<String> = stories
+        .iter()
+        .map(|c| c.stem.clone())
+        .chain(sweeps.iter().map(|c| c.stem.clone()))
+        .collect();
     let workloads = results
         .workloads()
         .into_iter()
         .filter(|w| *w != TRACE_WORKLOAD)
-        .map(|w| workload_chart(merged, w, &story_stems));
+        .map(|w| workload_chart(merged, w, &reserved));
+    let drawn =
+        |stem: &str, title: &str, kind: ChartKind, [light, dark]: [String; 2]| RenderedChart {
+            stem: stem.to_string(),
+            title: title.to_string(),
+            kind,
+            light,
+            dark,
+        };
+    let bars = |c: &Chart, kind| drawn(&c.stem, &c.title, kind, THEMES.map(|t| c.render(&t)));
+    let lines = |c: &LineChart| {
+        let svgs = THEMES.map(|t| c.render(&t));
+        drawn(&c.stem, &c.title, ChartKind::Sweep, svgs)
+    };
     stories
         .iter()
-        .map(|c| render(c, true))
-        .chain(workloads.map(|c| render(&c, false)))
+        .map(|c| bars(c, ChartKind::Story))
+        .chain(sweeps.iter().map(lines))
+        .chain(workloads.map(|c| bars(&c, ChartKind::Workload)))
         .collect()
-}
-
-fn render(chart: &Chart, story: bool) -> RenderedChart {
-    let [light, dark] = THEMES.map(|t| chart.render(&t));
-    RenderedChart {
-        stem: chart.stem.clone(),
-        title: chart.title.clone(),
-        story,
-        light,
-        dark,
-    }
 }
 
 fn workload_chart(merged: &Merged, workload: &str, reserved: &[String]) -> Chart {
@@ -85,13 +112,15 @@ fn workload_chart(merged: &Merged, workload: &str, reserved: &[String]) -> Chart
     let sections: Vec<Section> = results
         .datasets_of(workload)
         .into_iter()
-        .map(|ds| Section {
-            header: Some(dataset_header(results, ds)),
-            rows: results
-                .records_of(workload, ds)
-                .into_iter()
-                .map(|r| record_row(r, engine_label(r), false))
-                .collect(),
+        .map(|ds| {
+            let recs = results.records_of(workload, ds);
+            Section {
+                header: Some(dataset_header(results, ds, &recs)),
+                rows: recs
+                    .into_iter()
+                    .map(|r| record_row(r, engine_label(r), false))
+                    .collect(),
+            }
         })
         .collect();
     let mut footnotes: Vec<String> = full_frame_note(results, workload).into_iter().collect();
@@ -128,15 +157,16 @@ mod tests {
             get,
         ]);
         let charts = render_charts(&results);
-        let stems: Vec<(&str, bool)> = charts.iter().map(|c| (c.stem.as_str(), c.story)).collect();
+        let stems: Vec<(&str, ChartKind)> =
+            charts.iter().map(|c| (c.stem.as_str(), c.kind)).collect();
         let want = [
-            ("trace_request_time", true),
-            ("trace_hit_rate", true),
-            ("trace_lookup_percentiles", true),
-            ("aimeta_vs_lmdb", true),
-            ("scan_cliff", true),
-            ("lpm_variants", true),
-            ("manifest_get", false),
+            ("trace_request_time", ChartKind::Story),
+            ("trace_hit_rate", ChartKind::Story),
+            ("trace_lookup_percentiles", ChartKind::Story),
+            ("aimeta_vs_lmdb", ChartKind::Story),
+            ("scan_cliff", ChartKind::Story),
+            ("lpm_variants", ChartKind::Story),
+            ("manifest_get", ChartKind::Workload),
         ];
         assert_eq!(stems, want);
         Ok(())

@@ -77,6 +77,61 @@ pub(crate) fn duration_log_tick(ns: f64) -> String {
     format!("{} {name}", trim_num(ns / div, 3))
 }
 
+/// Superscript digits, for powers of ten on count axes.
+const SUPERSCRIPTS: [char; 10] = ['⁰', '¹', '²', '³', '⁴', '⁵', '⁶', '⁷', '⁸', '⁹'];
+
+/// A count as an axis label: millions as "1 M", "50 M" (billions as "2 G"), smaller
+/// powers of ten as "10⁵", anything else with thousands separators.
+pub(crate) fn count_tick(n: f64) -> String {
+    if !n.is_finite() || n < 0.0 {
+        return "N/A".to_string();
+    }
+    if n >= 1e9 * 0.9995 {
+        return format!("{} G", trim_num(n / 1e9, 2));
+    }
+    if n >= 1e6 * 0.9995 {
+        return format!("{} M", trim_num(n / 1e6, 2));
+    }
+    let exponent = n.log10().round();
+    if n >= 1000.0 && (10f64.powf(exponent) / n - 1.0).abs() < 1e-9 {
+        let digits: String = (exponent as u32)
+            .to_string()
+            .chars()
+            .filter_map(|c| c.to_digit(10).map(|d| SUPERSCRIPTS[d as usize]))
+            .collect();
+        return format!("10{digits}");
+    }
+    thousands(n.round() as u64)
+}
+
+/// A rate as an axis label: "500", "20 k", "1.5 M".
+pub(crate) fn rate_tick(x: f64) -> String {
+    if !x.is_finite() {
+        return "N/A".to_string();
+    }
+    if x >= 1e6 * 0.9995 {
+        format!("{} M", trim_num(x / 1e6, 2))
+    } else if x >= 1e3 * 0.9995 {
+        format!("{} k", trim_num(x / 1e3, 2))
+    } else {
+        trim_num(x, 2)
+    }
+}
+
+/// A rate per second with three significant digits: "850/s", "12.3 k/s", "1.50 M/s".
+pub(crate) fn rate(x: f64) -> String {
+    if !x.is_finite() {
+        return "N/A".to_string();
+    }
+    if x >= 1e6 * 0.9995 {
+        format!("{} M/s", sig3(x / 1e6))
+    } else if x >= 1e3 * 0.9995 {
+        format!("{} k/s", sig3(x / 1e3))
+    } else {
+        format!("{}/s", trim_num(x, 1))
+    }
+}
+
 /// An integer with thousands separators: "1,500,000".
 pub(crate) fn thousands(n: u64) -> String {
     let digits = n.to_string();
@@ -315,6 +370,34 @@ mod tests {
         assert_formats(
             thousands,
             &[(1_500_000, "1,500,000"), (999, "999"), (0, "0")],
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn counts_and_rates_read_as_the_axes_print_them() -> TestResult {
+        let counts = [
+            (1e5, "10⁵"),
+            (1e4, "10⁴"),
+            (1e6, "1 M"),
+            (1e7, "10 M"),
+            (5e7, "50 M"),
+            (2.5e9, "2.5 G"),
+            (200_000.0, "200,000"),
+            (500.0, "500"),
+        ];
+        assert_formats(count_tick, &counts);
+        assert_formats(
+            rate_tick,
+            &[(500.0, "500"), (2e4, "20 k"), (1.5e6, "1.5 M")],
+        );
+        assert_formats(
+            rate,
+            &[
+                (850.0, "850/s"),
+                (12_340.0, "12.3 k/s"),
+                (1.5e6, "1.50 M/s"),
+            ],
         );
         Ok(())
     }

@@ -4,11 +4,13 @@
 use std::fmt::Write as _;
 
 use crate::format::{self, md_cell};
+use crate::ingest_table::ingest_tables;
 use crate::merge::{self, Merged, Source};
 use crate::order;
-use crate::results::{Record, Results, Status};
+use crate::results::{Record, Results, Status, WorkingSetSource};
 use crate::trace::{is_headline_setting, TRACE_WORKLOAD};
 use crate::trace_table::{trace_table, TableScope, EXPLANATION};
+use crate::working_set::Span;
 
 fn raw(x: f64, decimals: usize) -> String {
     if x.is_finite() {
@@ -25,8 +27,47 @@ fn size(b: Option<u64>) -> String {
     }
 }
 
+/// The optional column groups of a workload's table: each is shown when any of its
+/// records carries the numbers.
+#[derive(Debug, Clone, Copy, Default)]
+struct Columns {
+    /// The engine's I/O counters per operation.
+    io: bool,
+    /// The working set of the timed operations.
+    working_set: bool,
+    /// Heap allocations per operation.
+    alloc: bool,
+}
+
+impl Columns {
+    fn of(recs: &[&Record]) -> Columns {
+        Columns {
+            io: recs.iter().any(|r| r.io_per_op.is_some()),
+            working_set: recs.iter().any(|r| r.working_set.is_some()),
+            alloc: recs.iter().any(|r| r.alloc_per_op.is_some()),
+        }
+    }
+}
+
+/// A working set as its table cell: "41 MiB (2.56× the budget, beyond; key layout)".
+fn working_set_cell(r: &Record) -> String {
+    match &r.working_set {
+        Some(ws) => format!(
+            "{} ({}× the budget, {}; {})",
+            format::bytes(ws.bytes as f64),
+            raw(ws.ratio_to_budget, 2),
+            if ws.beyond_budget() { "beyond" } else { "fits" },
+            match ws.source {
+                WorkingSetSource::KeyLayout => "key layout",
+                WorkingSetSource::EngineCounters => "engine counters",
+            }
+        ),
+        None => String::new(),
+    }
+}
+
 /// One table row of a record.
-fn record_row(r: &Record, io_columns: bool) -> String {
+fn record_row(r: &Record, columns: Columns) -> String {
     let na = r.status != Status::Ok;
     let l = &r.ns_per_op;
     let cell = |x: f64, d: usize| if na { "N/A".to_string() } else { raw(x, d) };
@@ -52,7 +93,7 @@ fn record_row(r: &Record, io_columns: bool) -> String {
         },
         size(r.size_on_disk_bytes),
     ];
-    if io_columns {
+    if columns.io {
         match (&r.io_per_op, na) {
             (Some(io), false) => cells.extend(
                 [
@@ -68,11 +109,20 @@ fn record_row(r: &Record, io_columns: bool) -> String {
             _ => cells.extend(std::iter::repeat_n("N/A".to_string(), 6)),
         }
     }
+    if columns.working_set {
+        cells.push(working_set_cell(r));
+    }
+    if columns.alloc {
+        match (&r.alloc_per_op, na) {
+            (Some(a), false) => cells.extend([raw(a.bytes, 1), raw(a.allocations, 2)]),
+            _ => cells.extend([String::new(), String::new()]),
+        }
+    }
     cells.push(md_cell(r.note.as_deref().unwrap_or("")));
     format!("| {} |", cells.join(" | "))
 }
 
-fn header(out: &mut String, io_columns: bool) {
+fn header(out: &mut String, columns: Columns) {
     let mut cols = vec![
         "data set",
         "engine",
@@ -87,7 +137,7 @@ fn header(out: &mut String, io_columns: bool) {
         "threads",
         "store size (bytes)",
     ];
-    if io_columns {
+    if columns.io {
         cols.extend([
             "pages read/op",
             "page hits/op",
@@ -96,6 +146,12 @@ fn header(out: &mut String, io_columns: bool) {
             "bytes read/op",
             "readahead pages/op",
         ]);
+    }
+    if columns.working_set {
+        cols.push("working set");
+    }
+    if columns.alloc {
+        cols.extend(["alloc bytes/op", "allocations/op"]);
     }
     cols.push("note");
     let _ = writeln!(out, "| {} |", cols.join(" | "));
@@ -210,6 +266,48 @@ fn provenance(out: &mut String, merged: &Merged) {
     out.push('\n');
 }
 
+/// The data sets table: each data set's size against the budget, and, where its records
+/// carry them, the working sets its measurements touched (a data set is beyond the
+/// budget in the charts only where they are).
+fn datasets(out: &mut String, results: &Results) {
+    let with_ws = results.records.iter().any(|r| r.working_set.is_some());
+    out.push_str("## Data sets\n\n");
+    if with_ws {
+        out.push_str(
+            "Working set: the distinct 4 KiB pages the timed operations of a data set's \
+             measurements touched, smallest to largest over its workloads and engines (from \
+             the keys read packed in key order, a lower bound for every engine, or from the \
+             engine's own page counters; each table below says which). A data set is called \
+             beyond the budget only where its working set is.\n\n",
+        );
+        out.push_str("| data set | family | keys | data | data fits the budget | data ÷ budget | working set |\n");
+        out.push_str("| --- | --- | --- | --- | --- | --- | --- |\n");
+    } else {
+        out.push_str("| data set | family | keys | data | fits the budget | data ÷ budget |\n");
+        out.push_str("| --- | --- | --- | --- | --- | --- |\n");
+    }
+    let mut ds: Vec<_> = results.datasets.iter().collect();
+    ds.sort_by(|a, b| order::cmp_dataset(results, &a.name, &b.name));
+    for d in ds {
+        let mut line = format!(
+            "| {} | {} | {} | {} | {} | {} |",
+            md_cell(&d.name),
+            md_cell(&d.family),
+            d.keys,
+            size(Some(d.data_bytes)),
+            if d.fits_budget { "yes" } else { "no" },
+            raw(d.ratio_to_budget, 2)
+        );
+        if with_ws {
+            let mine = results.records.iter().filter(|r| r.dataset == d.name);
+            let text = Span::of(mine).map_or_else(String::new, |s| s.text());
+            line.push_str(&format!(" {} |", md_cell(&text)));
+        }
+        let _ = writeln!(out, "{line}");
+    }
+    out.push('\n');
+}
+
 /// The whole of results.md.
 pub(crate) fn results_md(merged: &Merged) -> String {
     let results = merged.results();
@@ -228,27 +326,13 @@ pub(crate) fn results_md(merged: &Merged) -> String {
     provenance(&mut out, merged);
 
     if !results.datasets.is_empty() {
-        out.push_str("## Data sets\n\n");
-        out.push_str("| data set | family | keys | data | fits the budget | data ÷ budget |\n");
-        out.push_str("| --- | --- | --- | --- | --- | --- |\n");
-        let mut ds: Vec<_> = results.datasets.iter().collect();
-        ds.sort_by(|a, b| order::cmp_dataset(results, &a.name, &b.name));
-        for d in ds {
-            let _ = writeln!(
-                out,
-                "| {} | {} | {} | {} | {} | {} |",
-                md_cell(&d.name),
-                md_cell(&d.family),
-                d.keys,
-                size(Some(d.data_bytes)),
-                if d.fits_budget { "yes" } else { "no" },
-                raw(d.ratio_to_budget, 2)
-            );
-        }
-        out.push('\n');
+        datasets(&mut out, results);
     }
 
     headline(&mut out, results);
+    if let Some(tables) = ingest_tables(results) {
+        out.push_str(&tables);
+    }
 
     for w in results.workloads() {
         let _ = writeln!(out, "## {w}\n");
@@ -268,10 +352,10 @@ pub(crate) fn results_md(merged: &Merged) -> String {
         }
         let mut recs: Vec<&Record> = results.records.iter().filter(|r| r.workload == w).collect();
         recs.sort_by(|a, b| order::cmp_record(results, a, b));
-        let io_columns = recs.iter().any(|r| r.io_per_op.is_some());
-        header(&mut out, io_columns);
+        let columns = Columns::of(&recs);
+        header(&mut out, columns);
         for r in recs {
-            out.push_str(&record_row(r, io_columns));
+            out.push_str(&record_row(r, columns));
             out.push('\n');
         }
         out.push('\n');
@@ -361,7 +445,11 @@ mod tests {
 
     #[test]
     fn rows_escape_notes_and_say_na_without_a_measurement() -> TestResult {
-        let ok = record_row(&rec(Status::Ok, None), true);
+        let io_columns = Columns {
+            io: true,
+            ..Columns::default()
+        };
+        let ok = record_row(&rec(Status::Ok, None), io_columns);
         assert!(ok.contains("| 1234.6 |"), "{ok}");
         assert!(ok.contains("| 4 KiB (4096) |"));
         assert!(ok.ends_with("| N/A | a \\| b c |"), "{ok}");
@@ -369,10 +457,48 @@ mod tests {
             pages_read: 1.5,
             ..IoPerOp::default()
         };
-        assert!(record_row(&rec(Status::Ok, Some(io)), true).contains("| 1.50 | 0.00 |"));
-        let skipped = record_row(&rec(Status::Skipped, None), false);
+        assert!(record_row(&rec(Status::Ok, Some(io)), io_columns).contains("| 1.50 | 0.00 |"));
+        let skipped = record_row(&rec(Status::Skipped, None), Columns::default());
         assert!(skipped.contains("| skipped | N/A | N/A | N/A | N/A | N/A | N/A | N/A |"));
         assert!(!skipped.contains("1234"));
+        Ok(())
+    }
+
+    #[test]
+    fn allocations_and_working_sets_get_columns_only_where_records_carry_them() -> TestResult {
+        use crate::results::{AllocPerOp, WorkingSet};
+        let mut counted = rec(Status::Ok, None);
+        counted.alloc_per_op = Some(AllocPerOp {
+            bytes: 171.88,
+            allocations: 2.5,
+        });
+        counted.working_set = Some(WorkingSet {
+            pages: 10_496,
+            bytes: 10_496 * 4096,
+            ratio_to_budget: 2.5625,
+            source: WorkingSetSource::KeyLayout,
+        });
+        let mut other = rec(Status::Ok, None);
+        other.engine = "lmdb".into();
+        let mut bare = rec(Status::Ok, None);
+        bare.workload = "manifest_scan".into();
+        let mut results = crate::testing::trace_results(vec![counted, other, bare]);
+        results.datasets.clear();
+        let md = results_md(&Merged::single(results));
+        let needles = [
+            "| threads | store size (bytes) | working set | alloc bytes/op | allocations/op | note |",
+            "| 41 MiB (2.56× the budget, beyond; key layout) | 171.9 | 2.50 | a \\| b c |",
+            // lmdb carries neither: empty cells, not zeros.
+            "| 4 KiB (4096) |  |  |  | a \\| b c |",
+        ];
+        crate::testing::assert_contains_all(&md, &needles);
+        // manifest_scan's table has no record with either: no such columns.
+        let at = |h: &str| md.find(h).ok_or(format!("no {h}"));
+        let scan = &md[at("## manifest_scan")?..at("## manifest_get")?];
+        assert!(
+            !scan.contains("alloc bytes/op") && !scan.contains("working set"),
+            "{scan}"
+        );
         Ok(())
     }
 }

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::order;
-use crate::results::{Dataset, Provenance, Record, ReportError, Results, RunConfig};
+use crate::results::{Dataset, DeviceFloor, Provenance, Record, ReportError, Results, RunConfig};
 
 /// Why results files cannot be drawn together.
 #[derive(Debug, thiserror::Error)]
@@ -74,6 +74,8 @@ pub struct Source {
     pub provenance: Provenance,
     /// Its run's settings.
     pub config: RunConfig,
+    /// The device's floor its run measured, if it did.
+    pub device: Option<DeviceFloor>,
 }
 
 /// The records and data sets of one or more results files, each record with the file
@@ -133,7 +135,11 @@ fn shape(d: &Dataset) -> String {
         d.family,
         d.keys,
         d.data_bytes,
-        if d.fits_budget { "fits" } else { "beyond" },
+        if d.fits_budget {
+            "data fits"
+        } else {
+            "data beyond"
+        },
         d.ratio_to_budget
     )
 }
@@ -145,6 +151,7 @@ impl Merged {
             path: PathBuf::new(),
             provenance: results.provenance.clone(),
             config: results.config.clone(),
+            device: results.device.clone(),
         };
         Merged {
             record_sources: vec![0; results.records.len()],
@@ -238,6 +245,7 @@ impl Merged {
             path,
             provenance: results.provenance,
             config: results.config,
+            device: results.device,
         });
         self.union.datasets.extend(new_datasets);
         self.record_sources
@@ -270,6 +278,32 @@ impl Merged {
     /// The source of the record at `index` in `results().records`.
     pub fn source_of(&self, index: usize) -> Option<&Source> {
         self.record_sources.get(index).map(|s| &self.sources[*s])
+    }
+
+    /// The index (in `sources()`) of the source of the record at `index`.
+    pub(crate) fn source_index(&self, index: usize) -> Option<usize> {
+        self.record_sources.get(index).copied()
+    }
+
+    /// The same files without the records of the sources `drop` accepts (every source
+    /// stays listed, so indices keep their meaning), unless that would leave no record:
+    /// then all of them.
+    pub(crate) fn without(&self, drop: impl Fn(&Source) -> bool) -> Merged {
+        let keep: Vec<bool> = self
+            .record_sources
+            .iter()
+            .map(|s| !drop(&self.sources[*s]))
+            .collect();
+        if !keep.contains(&true) {
+            return self.clone();
+        }
+        let mut out = self.clone();
+        let mut kept = keep.iter();
+        out.union.records.retain(|_| *kept.next().unwrap_or(&false));
+        let mut kept = keep.iter();
+        out.record_sources
+            .retain(|_| *kept.next().unwrap_or(&false));
+        out
     }
 
     /// The indices of the sources that hold a record `pick` accepts, in the order given.

@@ -8,7 +8,7 @@ use crate::results::{Dataset, Record, Results, Status};
 
 /// Workloads in the order the report presents them: the trace replay first, since it is
 /// the closest to real use.
-const WORKLOADS: [&str; 12] = [
+const WORKLOADS: [&str; 18] = [
     "kvcache_trace",
     "manifest_scan",
     "manifest_get",
@@ -16,7 +16,13 @@ const WORKLOADS: [&str; 12] = [
     "manifest_range100",
     "manifest_count8000",
     "manifest_get_par8",
+    "manifest_get_threads",
+    "manifest_scan_threads",
     "manifest_cas",
+    "manifest_ingest_get",
+    "manifest_ingest_scan",
+    "manifest_ingest_write",
+    "sync_put",
     "kvchain_lpm",
     "kvchain_get",
     "chain_walk500",
@@ -42,9 +48,11 @@ const SPARE_COLOURS: [&str; 4] = ["#edc948", "#9c755f", "#ff9da7", "#bab0ac"];
 const FAMILIES: [&str; 4] = ["kvcache_trace", "manifest", "kvchain", "chain_graph"];
 
 /// Variants in the order the report presents them (no variant first).
-const VARIANTS: [&str; 14] = [
+const VARIANTS: [&str; 16] = [
     "paged",
     "full_frame",
+    "offset_uniform",
+    "offset_zipf",
     "native",
     "native_boundary",
     "native_full_frame",
@@ -99,7 +107,11 @@ pub(crate) fn cmp_variant(a: Option<&str>, b: Option<&str>) -> Ordering {
         (None, None) => Ordering::Equal,
         (None, Some(_)) => Ordering::Less,
         (Some(_), None) => Ordering::Greater,
-        (Some(a), Some(b)) => by_rank(&VARIANTS, a, b),
+        // Unknown variants (thread counts t1 … t16, readers r1_alone_async …) with their
+        // numbers compared as numbers.
+        (Some(a), Some(b)) => rank(&VARIANTS, a)
+            .cmp(&rank(&VARIANTS, b))
+            .then_with(|| cmp_natural(a, b)),
     }
 }
 
@@ -118,6 +130,18 @@ pub(crate) fn workload_description(workload: &str) -> Option<&'static str> {
         "manifest_range100" => "read a range of 100 entries",
         "manifest_count8000" => "count 8,000 entries",
         "manifest_get_par8" => "gets from 8 threads at once",
+        "manifest_get_threads" => "gets from 1 to 16 threads at once (throughput over all)",
+        "manifest_scan_threads" => "scans from 1 to 16 threads at once (throughput over all)",
+        "manifest_ingest_get" => {
+            "gets by reader threads, alone and beside a writer appending shards"
+        }
+        "manifest_ingest_scan" => {
+            "scans by reader threads, alone and beside a writer appending shards"
+        }
+        "manifest_ingest_write" => {
+            "a writer appending shards in batches of 10,000 samples beside readers"
+        }
+        "sync_put" => "single puts, each committed with an fsync, by 1 or 8 writers",
         "manifest_cas" => "compare-and-swap one entry",
         "kvchain_lpm" => "longest stored prefix of a KV-cache chain query",
         "kvchain_get" => "get the answer of a chain query (the lookup's yardstick)",
@@ -132,7 +156,9 @@ pub(crate) fn per_what(workload: &str) -> &'static str {
     match workload {
         "bulk_load" => "mean time per key loaded",
         "kvcache_trace" => "mean time per request",
-        "manifest_get_par8" => "mean time per operation per thread",
+        "manifest_get_par8" | "manifest_get_threads" | "manifest_scan_threads" => {
+            "mean time per operation per thread"
+        }
         _ => "mean time per operation",
     }
 }
@@ -297,6 +323,8 @@ mod tests {
             cmp_variant(Some("path_bisect"), Some("chained_probe")),
             Ordering::Less
         );
+        assert_eq!(cmp_variant(Some("t2"), Some("t16")), Ordering::Less);
+        assert_eq!(cmp_variant(Some("offset_zipf"), Some("t1")), Ordering::Less);
         assert_eq!(
             cmp_workload("kvcache_trace", "manifest_scan"),
             Ordering::Less

@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use crate::charts::RenderedChart;
+use crate::charts::{ChartKind, RenderedChart};
 use crate::format::{self, xml};
 use crate::merge::{self, Merged, Source};
 use crate::trace_charts::STEMS as TRACE_STEMS;
@@ -67,7 +67,8 @@ pub(crate) fn section(merged: &Merged, charts: &[RenderedChart], prefix: &str) -
     };
     // The trace charts first (the closest to real use), with their table folded below.
     let is_trace = |c: &&RenderedChart| TRACE_STEMS.contains(&c.stem.as_str());
-    for chart in charts.iter().filter(|c| c.story).filter(is_trace) {
+    let story = |c: &&RenderedChart| c.kind == ChartKind::Story;
+    for chart in charts.iter().filter(story).filter(is_trace) {
         picture(&mut out, chart);
     }
     if let Some(table) = trace_table(results, TableScope::Featured) {
@@ -84,10 +85,35 @@ pub(crate) fn section(merged: &Merged, charts: &[RenderedChart], prefix: &str) -
              [docs/benchmarks/results.md]({prefix}docs/benchmarks/results.md#kvcache_trace).\n\n</details>\n"
         );
     }
-    for chart in charts.iter().filter(|c| c.story && !is_trace(c)) {
+    for chart in charts.iter().filter(|c| story(c) && !is_trace(c)) {
         picture(&mut out, chart);
     }
-    let workloads: Vec<&RenderedChart> = charts.iter().filter(|c| !c.story).collect();
+    let sweeps: Vec<&RenderedChart> = charts
+        .iter()
+        .filter(|c| c.kind == ChartKind::Sweep)
+        .collect();
+    if !sweeps.is_empty() {
+        let floor = merged
+            .sources()
+            .iter()
+            .any(|s| s.config.sweep.is_some() && s.device.is_some());
+        let dashed = if floor {
+            " (dashed: the disk's own floor)"
+        } else {
+            ""
+        };
+        let _ = writeln!(
+            out,
+            "Cost against data size and throughput against threads, from the sweep{dashed}:\n"
+        );
+        for chart in sweeps {
+            picture(&mut out, chart);
+        }
+    }
+    let workloads: Vec<&RenderedChart> = charts
+        .iter()
+        .filter(|c| c.kind == ChartKind::Workload)
+        .collect();
     if !workloads.is_empty() {
         out.push_str("<details>\n<summary>One chart per workload</summary>\n\n");
         for chart in workloads {

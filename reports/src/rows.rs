@@ -7,6 +7,7 @@ use crate::format;
 use crate::merge::{Merged, Source};
 use crate::order::{self, engine_colour};
 use crate::results::{Record, Results, Status};
+use crate::working_set;
 
 /// A file stem from a name: characters other than ASCII letters, digits, `-` and `_`
 /// become `_`, so a name can never leave the charts directory.
@@ -43,7 +44,16 @@ pub(crate) fn subtitle_without_ops(merged: &Merged, pick: impl Fn(&Record) -> bo
 }
 
 fn subtitle_of(merged: &Merged, pick: impl Fn(&Record) -> bool, with_ops: bool) -> Vec<String> {
-    let mut chosen = merged.sources_of(&pick);
+    let mut out = run_subtitle(merged, &pick, with_ops);
+    let results = merged.results();
+    let picked: Vec<&Record> = results.records.iter().filter(|r| pick(r)).collect();
+    out.extend(working_set::subtitle_line(results, &picked));
+    out
+}
+
+/// The runs' lines of a subtitle (see `subtitle`).
+fn run_subtitle(merged: &Merged, pick: &impl Fn(&Record) -> bool, with_ops: bool) -> Vec<String> {
+    let mut chosen = merged.sources_of(pick);
     if chosen.is_empty() {
         chosen = (0..merged.sources().len()).collect();
     }
@@ -52,7 +62,7 @@ fn subtitle_of(merged: &Merged, pick: impl Fn(&Record) -> bool, with_ops: bool) 
     }
     let mut out = Vec::new();
     for i in chosen {
-        let mut workloads = merged.workloads_of(i, &pick);
+        let mut workloads = merged.workloads_of(i, pick);
         if workloads.is_empty() {
             workloads = merged.workloads_of(i, |_| true);
         }
@@ -85,42 +95,51 @@ fn run_lines(source: &Source, with_ops: bool) -> [String; 2] {
     ]
 }
 
-/// A short name for `dataset` among `all` (the data sets of one chart): "fits" or
-/// "beyond" (with " the budget" when `long`) when no other data set of `all` is of the
-/// same kind, else its own name.
-pub(crate) fn dataset_tag(results: &Results, all: &[&str], dataset: &str, long: bool) -> String {
+/// A short name for `dataset` among `all` (the data sets of one chart), for the
+/// measurements `records`: "fits" or "beyond" (with " the budget" when `long`) when no
+/// other data set of `all` is of the same kind, else its own name. Data beyond the
+/// budget whose measurements' working sets fit is never called beyond: it reads "data 6×
+/// the budget, working set fits" (after its name, when it is not alone).
+pub(crate) fn dataset_tag(
+    results: &Results,
+    all: &[&str],
+    dataset: &str,
+    records: &[&Record],
+    long: bool,
+) -> String {
     let kind = order::fits(results, dataset);
     let alone = all
         .iter()
         .filter(|d| order::fits(results, d) == kind)
         .count()
         == 1;
-    let suffix = if long { " the budget" } else { "" };
-    match kind {
-        Some(true) if alone => format!("fits{suffix}"),
-        Some(false) if alone => format!("beyond{suffix}"),
+    let standing = working_set::standing(results, dataset, records);
+    match standing.words(long, false) {
+        Some(words) if alone && kind.is_some() => words,
+        Some(words) if standing.qualified() => format!("{dataset}, {words}"),
         _ => dataset.to_string(),
     }
 }
 
-/// A heading describing a data set.
-pub(crate) fn dataset_header(results: &Results, dataset: &str) -> String {
-    let kind = match order::fits(results, dataset) {
-        Some(true) => "fits the cache budget",
-        Some(false) => "beyond the cache budget",
-        None => "",
-    };
+/// A heading describing a data set, for the measurements `records` under it: whether it
+/// fits the budget (in working set, where the records carry one) and its size. (The
+/// working sets themselves are in the chart's subtitle.)
+pub(crate) fn dataset_header(results: &Results, dataset: &str, records: &[&Record]) -> String {
+    let standing = working_set::standing(results, dataset, records);
     let mut s = dataset.to_string();
-    if !kind.is_empty() {
+    if let Some(words) = standing.words(true, true) {
         s.push_str(": ");
-        s.push_str(kind);
+        s.push_str(&words);
     }
     if let Some(d) = results.dataset(dataset) {
+        // The words already give the data's ratio when they qualify it.
+        let ratio = (!standing.qualified())
+            .then(|| format!(", {}× the budget", format::trim_num(d.ratio_to_budget, 2)));
         s.push_str(&format!(
-            " ({} keys, {} of data, {}× the budget)",
+            " ({} keys, {} of data{})",
             format::thousands(d.keys),
             format::bytes(d.data_bytes as f64),
-            format::trim_num(d.ratio_to_budget, 2)
+            ratio.unwrap_or_default()
         ));
     }
     s

@@ -59,8 +59,14 @@ pub(crate) fn headline(merged: &Merged) -> Chart {
             {
                 continue;
             }
-            let label = format!("{w}, {}", dataset_tag(results, &all, ds, false));
-            let (cell, annotation) = match (best(&recs, HERO), best(&recs, BASELINE)) {
+            let (hero, baseline) = (best(&recs, HERO), best(&recs, BASELINE));
+            // The label speaks of the two measurements compared, where there are two.
+            let compared: Vec<&Record> = match (&hero, &baseline) {
+                (Ok(a), Ok(l)) => vec![*a, *l],
+                _ => recs.clone(),
+            };
+            let label = format!("{w}, {}", dataset_tag(results, &all, ds, &compared, false));
+            let (cell, annotation) = match (hero, baseline) {
                 (Ok(a), Ok(l)) => {
                     let (am, lm) = (a.mean_ns().unwrap_or(0.0), l.mean_ns().unwrap_or(0.0));
                     let named: Vec<String> = [(HERO, &a.variant), ("LMDB", &l.variant)]
@@ -118,7 +124,7 @@ pub(crate) fn headline(merged: &Merged) -> Chart {
 pub(crate) fn scan_cliff(merged: &Merged) -> Chart {
     let results = merged.results();
     let datasets = results.datasets_of(SCAN);
-    let label_of = |ds: &str| dataset_tag(results, &datasets, ds, true);
+    let label_of = |r: &Record| dataset_tag(results, &datasets, &r.dataset, &[r], true);
     let mut sections = Vec::new();
     for engine in results.engines() {
         let recs: Vec<&Record> = datasets
@@ -146,8 +152,8 @@ pub(crate) fn scan_cliff(merged: &Merged) -> Chart {
             for r in &mine {
                 let fits = order::fits(results, &r.dataset);
                 let label = match v {
-                    Some(v) => format!("{v} · {}", label_of(&r.dataset)),
-                    None => label_of(&r.dataset),
+                    Some(v) => format!("{v} · {}", label_of(r)),
+                    None => label_of(r),
                 };
                 let mut row = record_row(r, label, fits == Some(true));
                 if let (Some(f), Some(m), Some(false)) = (fits_mean, r.mean_ns(), fits) {
@@ -175,13 +181,34 @@ pub(crate) fn scan_cliff(merged: &Merged) -> Chart {
             v.join(", ")
         }
     };
-    let mut footnotes = vec![format!(
-        "Lighter bars: data that fits the cache budget ({}); solid bars: data beyond it ({}).",
-        names(true),
-        names(false)
-    )];
+    let scans: Vec<&Record> = datasets
+        .iter()
+        .flat_map(|ds| results.records_of(SCAN, ds))
+        .collect();
+    // Beyond in data, but not (throughout) in working set: the bars say which.
+    let qualified = scans
+        .iter()
+        .any(|r| crate::working_set::standing(results, &r.dataset, &[r]).qualified());
+    let mut footnotes = vec![if qualified {
+        format!(
+            "Lighter bars: data that fits the cache budget ({}); solid bars: data larger than \
+             it ({}), labelled beyond only where the scans' working set is too.",
+            names(true),
+            names(false)
+        )
+    } else {
+        format!(
+            "Lighter bars: data that fits the cache budget ({}); solid bars: data beyond it ({}).",
+            names(true),
+            names(false)
+        )
+    }];
     footnotes.extend(full_frame_note(results, SCAN));
-    let title = "The scan cliff: manifest_scan inside and beyond the cache budget";
+    let title = if qualified {
+        "The scan cliff: manifest_scan on data inside and larger than the cache budget"
+    } else {
+        "The scan cliff: manifest_scan inside and beyond the cache budget"
+    };
     let value_axis = ValueAxis::times("mean time per scan");
     let sub = subtitle(merged, |r| r.workload == SCAN);
     Chart::new(
@@ -207,8 +234,8 @@ pub(crate) fn lpm_variants(merged: &Merged) -> Chart {
     let mut sections = Vec::new();
     let mut sub = subtitle(merged, |r| r.workload == LPM);
     if let Some(ds) = dataset {
-        sub.push(format!("data set {}", dataset_header(results, ds)));
         let recs = results.records_of(LPM, ds);
+        sub.push(format!("data set {}", dataset_header(results, ds, &recs)));
         for engine in results.engines() {
             let mine: Vec<&Record> = recs
                 .iter()

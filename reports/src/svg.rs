@@ -204,6 +204,54 @@ impl Svg {
         );
     }
 
+    /// A line through `points`, in order; `dash` draws it dashed.
+    pub(crate) fn polyline(&mut self, points: &[(f64, f64)], stroke: &str, width: f64, dash: bool) {
+        let pts: Vec<String> = points
+            .iter()
+            .map(|(x, y)| format!("{},{}", n(*x), n(*y)))
+            .collect();
+        let _ = writeln!(
+            self.out,
+            "<polyline points=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"{}\" \
+             stroke-linejoin=\"round\"{}/>",
+            pts.join(" "),
+            xml(stroke),
+            n(width),
+            if dash {
+                " stroke-dasharray=\"5 4\""
+            } else {
+                ""
+            }
+        );
+    }
+
+    /// A filled circle with a ring of `ring` (the background, so that crossing lines
+    /// stay apart), with an optional tooltip.
+    pub(crate) fn circle(
+        &mut self,
+        centre: (f64, f64),
+        r: f64,
+        fill: &str,
+        ring: &str,
+        tip: Option<&str>,
+    ) {
+        let _ = write!(
+            self.out,
+            "<circle cx=\"{}\" cy=\"{}\" r=\"{}\" fill=\"{}\" stroke=\"{}\" stroke-width=\"1.5\"",
+            n(centre.0),
+            n(centre.1),
+            n(r),
+            xml(fill),
+            xml(ring)
+        );
+        match tip {
+            Some(t) => {
+                let _ = writeln!(self.out, "><title>{}</title></circle>", xml(t));
+            }
+            None => self.out.push_str("/>\n"),
+        }
+    }
+
     /// A filled polygon.
     pub(crate) fn polygon(&mut self, points: &[(f64, f64)], fill: &str) {
         let pts: Vec<String> = points
@@ -273,7 +321,12 @@ mod tests {
         s.text(1.25, 2.0, TextStyle::new(12.0, "#000").bold(), "x & y");
         s.line((0.0, -0.01), (3.0, 4.0), "#111", 1.0, true);
         s.polygon(&[(0.0, 0.0), (1.0, 1.0)], "#222");
+        s.polyline(&[(1.0, 2.0), (3.0, 4.0)], "#333", 2.0, false);
+        s.circle((5.0, 6.0), 4.0, "#444", "#fff", Some("a & b"));
         let out = s.finish();
+        assert!(out.contains("<polyline points=\"1.0,2.0 3.0,4.0\" fill=\"none\""));
+        assert!(out.contains("<circle cx=\"5.0\" cy=\"6.0\" r=\"4.0\" fill=\"#444\""));
+        assert!(out.contains("<title>a &amp; b</title></circle>"));
         assert!(out.contains("<title>a &lt;title&gt;</title>"));
         assert!(out.contains("x &amp; y"));
         assert!(out.contains("y1=\"0.0\""));

@@ -112,6 +112,8 @@ pub(crate) fn trace_record(
             lookup_io: None,
             open_loop_rate: None,
         }),
+        working_set: None,
+        alloc_per_op: None,
     }
 }
 

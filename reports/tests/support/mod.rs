@@ -8,8 +8,9 @@
 use std::path::{Path, PathBuf};
 
 use aimeta_reports::{
-    Dataset, IoPerOp, Latency, Provenance, Record, Results, RunConfig, Status, TraceStats,
-    BEGIN_MARKER, END_MARKER, SCHEMA_VERSION,
+    AllocPerOp, Dataset, DeviceFloor, IoPerOp, Latency, Provenance, Record, Results, RunConfig,
+    Status, SweepConfig, TraceStats, WorkingSet, WorkingSetSource, BEGIN_MARKER, END_MARKER,
+    SCHEMA_VERSION,
 };
 use resvg::{tiny_skia, usvg};
 
@@ -409,6 +410,207 @@ pub fn trace_only() -> Results {
     results.provenance.command = "ai-meta run --workloads kvcache_trace --scale quick".into();
     results.config.scale = "quick".into();
     results.config.budget_bytes = 256 << 20;
+    results
+}
+
+/// The sizes of the sweep fixture, in keys, and their data set names.
+pub const SWEEP_SIZES: [(u64, &str); 4] = [
+    (100_000, "manifest_1e5"),
+    (1_000_000, "manifest_1e6"),
+    (10_000_000, "manifest_1e7"),
+    (50_000_000, "manifest_5e7"),
+];
+
+/// The sweep's engines: postgres is skipped throughout.
+pub const SWEEP_ENGINES: [&str; 4] = ["aimeta", "lmdb", "rocksdb", "postgres"];
+
+/// The sweep fixture's cache budget: 16 MiB.
+pub const SWEEP_BUDGET: u64 = 16 << 20;
+
+/// The device floor of the sweep fixture: 61 µs per 4 KiB read at QD1, 16,400 reads/s at
+/// QD1 and 48,000 at QD8.
+pub fn device() -> DeviceFloor {
+    DeviceFloor {
+        path: "/work/tmp".into(),
+        file_bytes: 1 << 30,
+        direct: true,
+        read_4k_qd1: Latency {
+            mean: 61_000.0,
+            p50: 58_000.0,
+            p99: 120_000.0,
+            p999: 200_000.0,
+            min: 40_000.0,
+            max: 900_000.0,
+        },
+        iops_qd1: 16_400.0,
+        iops_qd8: 48_000.0,
+        secs: 3.0,
+    }
+}
+
+/// A working set of `bytes` against the sweep's budget.
+pub fn working_set(bytes: u64) -> WorkingSet {
+    WorkingSet {
+        pages: bytes / 4096,
+        bytes,
+        ratio_to_budget: bytes as f64 / SWEEP_BUDGET as f64,
+        source: WorkingSetSource::KeyLayout,
+    }
+}
+
+/// One sweep measurement with a mean of `mean` ns and `ops_per_sec`.
+fn sweep_record(
+    workload: &str,
+    dataset: &str,
+    engine: &str,
+    variant: Option<&str>,
+    threads: u32,
+    mean: f64,
+    ops_per_sec: f64,
+) -> Record {
+    let skipped = engine == "postgres";
+    Record {
+        workload: workload.into(),
+        dataset: dataset.into(),
+        engine: engine.into(),
+        variant: variant.map(String::from),
+        status: if skipped { Status::Skipped } else { Status::Ok },
+        note: skipped.then(|| "no PostgreSQL server on this machine".to_string()),
+        ops: if skipped { 0 } else { 1000 },
+        threads,
+        ns_per_op: if skipped {
+            Latency::default()
+        } else {
+            Latency {
+                mean,
+                p50: mean * 0.9,
+                p99: mean * 3.0,
+                p999: mean * 5.0,
+                min: mean * 0.5,
+                max: mean * 10.0,
+            }
+        },
+        ops_per_sec: if skipped { 0.0 } else { ops_per_sec },
+        size_on_disk_bytes: None,
+        io_per_op: None,
+        load_secs: None,
+        trace: None,
+        working_set: None,
+        alloc_per_op: (!skipped).then_some(AllocPerOp {
+            bytes: 48.0,
+            allocations: 1.0,
+        }),
+    }
+}
+
+/// An `ai-meta sweep` results file: manifest_get and manifest_scan (the seed's shape,
+/// `offset_uniform` and `offset_zipf`) at 10^5 to 5 x 10^7 keys on aimeta, lmdb and
+/// rocksdb (postgres skipped; rocksdb's get at 50 M keys failed), gets and scans at 1 to
+/// 16 threads on manifest_5e7, with the device floor when `with_device`. The seed's scan
+/// shape touches 2.4 MiB at every size (it fits the 16 MiB budget); the offset scans and
+/// the gets touch a tenth of the data.
+pub fn sweep(with_device: bool) -> Results {
+    let mut records = Vec::new();
+    let factor = |e: &str| match e {
+        "aimeta" => 1.0,
+        "lmdb" => 1.3,
+        _ => 2.0,
+    };
+    for (keys, name) in SWEEP_SIZES {
+        let data = keys * 200;
+        let decades = (keys as f64 / 1e5).log10();
+        for engine in SWEEP_ENGINES {
+            let f = factor(engine);
+            let mut get = sweep_record(
+                "manifest_get",
+                name,
+                engine,
+                None,
+                1,
+                900.0 * f * 10f64.powf(decades * 0.8),
+                0.0,
+            );
+            get.working_set = Some(working_set(data / 10));
+            if engine == "rocksdb" && keys == 50_000_000 {
+                get.status = Status::Error;
+                get.note = Some("timed out after 600 s".into());
+            }
+            records.push(get);
+            for variant in [None, Some("offset_uniform"), Some("offset_zipf")] {
+                let growth = if variant.is_some() { 0.9 } else { 0.1 };
+                let mut scan = sweep_record(
+                    "manifest_scan",
+                    name,
+                    engine,
+                    variant,
+                    1,
+                    40_000.0 * f * 10f64.powf(decades * growth),
+                    0.0,
+                );
+                let ws = if variant.is_some() {
+                    data / 10
+                } else {
+                    2_516_582
+                };
+                scan.working_set = Some(working_set(ws));
+                records.push(scan);
+            }
+        }
+    }
+    for threads in [1u32, 2, 4, 8, 16] {
+        for engine in SWEEP_ENGINES {
+            let f = factor(engine);
+            let scale = f64::from(threads).powf(0.8);
+            for (workload, base) in [
+                ("manifest_get_threads", 40_000.0),
+                ("manifest_scan_threads", 5_000.0),
+            ] {
+                let variant = format!("t{threads}");
+                records.push(sweep_record(
+                    workload,
+                    "manifest_5e7",
+                    engine,
+                    Some(&variant),
+                    threads,
+                    1e9 / base * f,
+                    base / f * scale,
+                ));
+            }
+        }
+    }
+    let datasets = SWEEP_SIZES
+        .iter()
+        .map(|(keys, name)| {
+            let data = keys * 200;
+            Dataset {
+                name: (*name).into(),
+                family: "manifest".into(),
+                keys: *keys,
+                data_bytes: data,
+                fits_budget: data <= SWEEP_BUDGET,
+                ratio_to_budget: data as f64 / SWEEP_BUDGET as f64,
+            }
+        })
+        .collect();
+    let mut results = synthetic();
+    results.provenance.commit = "5e5e5e5e5e5e".into();
+    results.provenance.command = "ai-meta sweep".into();
+    results.config = RunConfig {
+        scale: "sweep".into(),
+        budget_bytes: SWEEP_BUDGET,
+        budget_mode: "cgroup".into(),
+        durability: "async".into(),
+        seed: 42,
+        ops: 1000,
+        sweep: Some(SweepConfig {
+            sizes: SWEEP_SIZES.iter().map(|(k, _)| *k).collect(),
+            threads: vec![1, 2, 4, 8, 16],
+            threads_dataset: "manifest_5e7".into(),
+        }),
+    };
+    results.datasets = datasets;
+    results.records = records;
+    results.device = with_device.then(device);
     results
 }
 
