@@ -89,8 +89,6 @@ pub(crate) fn trace_record(
         size_on_disk_bytes: Some(24 << 20),
         io_per_op: None,
         load_secs: None,
-        working_set: None,
-        alloc_per_op: None,
         trace: Some(crate::TraceStats {
             trace: "workloads/traces/mooncake_conversation.jsonl".into(),
             tenants: 1,
