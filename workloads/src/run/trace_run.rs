@@ -17,8 +17,8 @@ use super::{base_record, BudgetMode, CgroupGuard, Progress, RunError, RunOptions
 use super::{Workload, CGROUP_OVERHEAD_BYTES};
 use crate::scale::TraceReplays;
 use crate::trace::{
-    committed_trace_path, longest_key, path_root, prepare, read_trace, replay, ReplayError,
-    ReplayOptions, Schedule, TraceMethod, BLOCK_VALUE_LEN, PATH_SEGMENT_LEN,
+    committed_trace_path, longest_key, path_root, prepare, read_trace, replay_with, ReplayError,
+    ReplayInputs, ReplayOptions, Schedule, TraceMethod, BLOCK_VALUE_LEN, PATH_SEGMENT_LEN,
 };
 
 /// Client thread counts of the replay: one, and this many at the smallest capacity.
@@ -227,7 +227,9 @@ impl Replay<'_> {
     fn run_in(&self, dir: &Path, progress: &dyn Progress) -> Result<Record, RunError> {
         let o = self.o;
         let schedule = self.schedule;
-        // In cgroup mode the engine's own cache is allocated inside the cgroup too.
+        // The replay's inputs (arrivals, chained keys) are the harness's, built outside
+        // the cgroup; in cgroup mode the engine's own cache is allocated inside it.
+        let inputs = ReplayInputs::new(schedule, self.method, self.threads);
         let _guard = match o.budget_mode {
             BudgetMode::Cgroup if self.kind != EngineKind::Postgres => Some(CgroupGuard::enter(
                 o.scale.budget_bytes + CGROUP_OVERHEAD_BYTES,
@@ -283,7 +285,7 @@ impl Replay<'_> {
             ),
             schedule.arrivals.len() as u64,
         );
-        let outcome = replay(engine, schedule, self.method, &options, &|n| {
+        let outcome = replay_with(engine, schedule, self.method, inputs, &options, &|n| {
             progress.advance(n)
         });
         progress.end();

@@ -19,8 +19,8 @@ pub use parse::{
     committed_trace_path, parse_trace, read_trace, Request, Trace, TraceError, TraceErrorKind,
 };
 pub use replay::{
-    block_value, longest_key, prepare, replay, KeyDesign, ReplayError, ReplayOutcome, TraceMethod,
-    BLOCK_VALUE_LEN,
+    block_value, longest_key, prepare, replay, replay_with, KeyDesign, ReplayError, ReplayInputs,
+    ReplayOutcome, TraceMethod, BLOCK_VALUE_LEN,
 };
 pub use schedule::{Arrival, Planned, Schedule, ScheduleError};
 pub use timing::ReplayOptions;

@@ -269,33 +269,69 @@ pub fn replay(
     options: &ReplayOptions,
     advance: &(dyn Fn(u64) + Sync),
 ) -> Result<ReplayOutcome, ReplayError> {
-    let threads = options.threads.max(1);
+    let inputs = ReplayInputs::new(schedule, method, options.threads);
+    replay_with(engine, schedule, method, inputs, options, advance)
+}
+
+/// What each client thread of a replay replays: its tenants' arrivals and, for chained
+/// keys, its tenants' precomputed keys (32 bytes per block: 93 MB at 16 tenants). Built
+/// before a replay in a memory cgroup enters it, as every workload's queries are: the
+/// budget is the engine's, not the harness's.
+pub struct ReplayInputs {
+    per_thread: Vec<(Vec<Arrival>, Vec<Tenant>)>,
+}
+
+impl ReplayInputs {
+    /// The inputs of `threads` client threads replaying `schedule` by `method`.
+    pub fn new(schedule: &Schedule, method: TraceMethod, threads: u32) -> ReplayInputs {
+        let threads = threads.max(1);
+        let per_thread = (0..threads)
+            .map(|thread| {
+                let mine: Vec<Arrival> = schedule
+                    .arrivals
+                    .iter()
+                    .copied()
+                    .filter(|a| a.tenant % threads == thread)
+                    .collect();
+                let tenants: Vec<Tenant> = (0..schedule.tenants)
+                    .map(|id| Tenant {
+                        id,
+                        root: path_root(&Schedule::model_name(id)),
+                        chained: if method.design() == KeyDesign::Chained && id % threads == thread
+                        {
+                            schedule.chained_keys(id)
+                        } else {
+                            Vec::new()
+                        },
+                    })
+                    .collect();
+                (mine, tenants)
+            })
+            .collect();
+        ReplayInputs { per_thread }
+    }
+}
+
+/// [`replay`] from inputs built beforehand (see [`ReplayInputs`]): as many client
+/// threads as the inputs were built for.
+pub fn replay_with(
+    engine: &dyn KvEngine,
+    schedule: &Schedule,
+    method: TraceMethod,
+    inputs: ReplayInputs,
+    options: &ReplayOptions,
+    advance: &(dyn Fn(u64) + Sync),
+) -> Result<ReplayOutcome, ReplayError> {
+    let threads = inputs.per_thread.len().max(1) as u32;
     let clock = Clock::start(schedule, options);
     let count_io = threads == 1 && engine.capabilities().io_counters;
     let outcomes: Vec<Result<ReplayOutcome, ReplayError>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..threads)
-            .map(|thread| {
+        let handles: Vec<_> = inputs
+            .per_thread
+            .into_iter()
+            .map(|(mine, tenants)| {
                 let clock = &clock;
                 scope.spawn(move || {
-                    let mine: Vec<Arrival> = schedule
-                        .arrivals
-                        .iter()
-                        .copied()
-                        .filter(|a| a.tenant % threads == thread)
-                        .collect();
-                    let tenants: Vec<Tenant> = (0..schedule.tenants)
-                        .map(|id| Tenant {
-                            id,
-                            root: path_root(&Schedule::model_name(id)),
-                            chained: if method.design() == KeyDesign::Chained
-                                && id % threads == thread
-                            {
-                                schedule.chained_keys(id)
-                            } else {
-                                Vec::new()
-                            },
-                        })
-                        .collect();
                     client(
                         engine, schedule, method, clock, &mine, &tenants, count_io, advance,
                     )
