@@ -2,7 +2,8 @@
 //! trace's entries in docs/performance.md, small enough to run under callgrind.
 //!
 //! `cargo run --release -p aimeta-workloads --example trace_profile -- [budget MiB] [method] [capacity %]`
-//! (defaults: 1 MiB, path_native, unlimited); `TRACE=file` replays another trace, e.g.
+//! (defaults: 1 MiB, path_native, unlimited); `TENANTS=n` replays n tenants at once
+//! (default 1); `TRACE=file` replays another trace, e.g.
 //! the first 1,500 lines of the committed one under
 //! `valgrind --tool=callgrind`.
 
@@ -23,7 +24,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     let capacity: Option<u32> = args.get(2).map(|s| s.parse()).transpose()?;
     let path = std::env::var_os("TRACE").map_or_else(committed_trace_path, Into::into);
-    let schedule = Schedule::new(&read_trace(&path)?, 1, capacity)?;
+    let tenants: u32 = std::env::var("TENANTS").map_or(Ok(1), |s| s.parse())?;
+    let schedule = Schedule::new(&read_trace(&path)?, tenants, capacity)?;
     let dir = tempfile::tempdir_in(std::env::temp_dir())?;
     let options = OpenOptions {
         cache: CacheBudget::mib(budget_mib),
