@@ -210,7 +210,7 @@ impl<'a> BatchOp<'a> {
 /// One interface over every compared engine.
 ///
 /// Every adapter in this crate is `Send + Sync`, so one engine can be shared across benchmark
-/// threads behind an `Arc`; engines whose handles are not `Sync` (SQLite, PostgreSQL) guard them
+/// threads behind an `Arc`; engines whose handles are not `Sync` (SQLite, PostgreSQL) guard each
 /// with a mutex, which each adapter documents. Callbacks passed to the scan methods must not call
 /// back into the same engine: adapters hold a transaction, iterator or lock while visiting.
 ///
@@ -309,4 +309,18 @@ pub trait KvEngine: Send + Sync {
 
     /// Cumulative cache and I/O counters where the engine exposes them.
     fn io_counters(&self) -> Option<IoCounters>;
+
+    /// Switches the durability of every later write to `durability` without reopening, where
+    /// the engine can: returns `Ok(true)` once every write that starts after the call returns
+    /// runs under the new mode (writes in flight finish under the old one), and `Ok(false)`
+    /// when this engine, or this particular change, needs the engine reopened with
+    /// [`OpenOptions::durability`] instead; then nothing changed. Writes acknowledged before
+    /// the call keep the promise they were made under.
+    ///
+    /// The default returns `Ok(false)`: an engine must be reopened to change its durability
+    /// unless its adapter implements this (and documents which changes it accepts).
+    fn set_durability(&self, durability: Durability) -> Result<bool> {
+        let _ = durability;
+        Ok(false)
+    }
 }

@@ -7,10 +7,27 @@
 //!
 //! Where the server comes from: `OpenOptions::pg_url`, else `AI_META_PG_URL`, else a throwaway
 //! cluster (see [`cluster`]). With a URL the adapter creates, and drops on close, its own
-//! uniquely named table and touches nothing else. `postgres::Client` needs `&mut self`, so the
-//! one connection sits behind a mutex: concurrent callers are serialised, as in one session.
-//! `compare_and_swap` is one conditional statement (`UPDATE ... WHERE k = $1 AND v = $2`,
-//! `INSERT ... ON CONFLICT DO NOTHING`, `DELETE ... WHERE v = $2`), atomic in the server.
+//! uniquely named table and touches nothing else.
+//!
+//! Concurrency: a [`pool`] of up to [`pool::POOL_SIZE`] (16) connections, each with its own
+//! prepared statements and session settings, each behind its own mutex (`postgres::Client`
+//! needs `&mut self`). A caller takes a free connection, so N threads run on N server
+//! sessions, as PostgreSQL serves N clients; connections open when concurrency first needs
+//! them. A bulk load runs on one connection (one COPY). `compare_and_swap` is one conditional
+//! statement (`UPDATE ... WHERE k = $1 AND v = $2`, `INSERT ... ON CONFLICT DO NOTHING`,
+//! `DELETE ... WHERE v = $2`), atomic in the server across sessions: under READ COMMITTED a
+//! concurrent writer of the row makes it wait and re-check the condition against the
+//! committed value, so of concurrent swaps from one value exactly one wins. `write_batch` is
+//! one transaction on one connection.
+//!
+//! Durability: `synchronous_commit` per session, `on` only under [`Durability::Sync`], and an
+//! `UNLOGGED` table under [`Durability::None`]. [`KvEngine::set_durability`] switches between
+//! [`Durability::Async`] and [`Durability::Sync`] without reopening, by `SET synchronous_commit`
+//! on every pooled connection (waiting for each to finish its call) and on every one opened
+//! later; the throwaway cluster runs `fsync = on` and `full_page_writes = on` in both modes,
+//! so that one setting is the whole difference. Switching to or from [`Durability::None`]
+//! would need the table rebuilt (and the cluster restarted with fsync), so it returns
+//! `Ok(false)`, changes nothing, and the engine must be reopened.
 //!
 //! Keys are limited by the primary key's btree ([`limits`]: 2,692 bytes on 8 KiB pages);
 //! every write path refuses a longer key with [`Error::InvalidKey`] before sending anything,
@@ -18,16 +35,19 @@
 
 mod batch;
 mod cluster;
+mod connection;
 mod limits;
+mod pool;
 
 use crate::api::{BatchOp, Capabilities, CasOutcome, Durability, KvEngine, KvPair, OpenOptions};
 use crate::emul::{self, OrderedRead, SortedCheck};
 use crate::error::{Error, Result};
 use cluster::PgCluster;
-use postgres::{Client, NoTls, Statement};
+use connection::Conn;
+use pool::Pool;
 use std::io::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::Mutex;
 
 const NAME: &str = "postgres";
 /// Rows fetched per round trip by scans: the caller's limit, within these bounds.
@@ -38,33 +58,16 @@ fn perr(operation: &'static str) -> impl FnOnce(postgres::Error) -> Error {
     move |e| Error::backend(NAME, operation, e)
 }
 
-/// The connection and its prepared statements.
-struct Conn {
-    client: Client,
-    get: Statement,
-    put: Statement,
-    delete: Statement,
-    put_many: Statement,
-    delete_many: Statement,
-    seek_le: Statement,
-    last: Statement,
-    walk_bounded: Statement,
-    walk_open: Statement,
-    count: Statement,
-    cas_update: Statement,
-    cas_insert: Statement,
-    cas_delete: Statement,
-}
-
 /// A table in a PostgreSQL server; see the module docs.
 pub(crate) struct PgEngine {
-    conn: Mutex<Conn>,
-    table: String,
+    pool: Pool,
     /// The longest key the table's primary key indexes on this server ([`limits`]).
     max_key_len: usize,
+    /// The mode writes run under now ([`KvEngine::set_durability`] may change it).
+    durability: Mutex<Durability>,
     /// Drop the table on close (only when it lives in a server we did not start).
     drop_table: bool,
-    /// Held for its Drop, which stops the server; declared after `conn` so the connection
+    /// Held for its Drop, which stops the server; declared after `pool` so every connection
     /// closes first.
     #[cfg_attr(not(test), allow(dead_code))]
     cluster: Option<PgCluster>,
@@ -73,29 +76,39 @@ pub(crate) struct PgEngine {
 impl PgEngine {
     /// Connects (or starts a throwaway cluster), creates the table and prepares statements.
     pub(crate) fn open(o: &OpenOptions) -> Result<Self> {
+        Self::open_with_pool(o, pool::POOL_SIZE)
+    }
+
+    /// [`PgEngine::open`] with a pool of `pool_size` connections (at least one).
+    fn open_with_pool(o: &OpenOptions, pool_size: usize) -> Result<Self> {
         let url = o
             .pg_url
             .clone()
             .or_else(|| std::env::var("AI_META_PG_URL").ok())
             .filter(|u| !u.trim().is_empty());
-        let (mut client, cluster, table) = match url {
+        let (mut client, config, cluster, table) = match url {
             Some(url) => {
-                let client =
-                    Client::connect(&url, NoTls).map_err(perr("connect to AI_META_PG_URL"))?;
-                (client, None, unique_table_name())
+                let config: postgres::Config = url.parse().map_err(perr("parse AI_META_PG_URL"))?;
+                let client = config
+                    .connect(postgres::NoTls)
+                    .map_err(perr("connect to AI_META_PG_URL"))?;
+                (client, config, None, unique_table_name())
             }
             None => {
                 let (cluster, client) = PgCluster::start(o.cache.bytes(), o.durability)?;
-                (client, Some(cluster), "kv".to_string())
+                let config = cluster.config();
+                (client, config, Some(cluster), "kv".to_string())
             }
         };
         let drop_table = cluster.is_none();
         let max_key_len = limits::server_max_key_len(&mut client)?;
-        let conn = prepare(client, &table, o.durability)?;
+        connection::create_table(&mut client, &table, o.durability)?;
+        let synchronous_commit = o.durability == Durability::Sync;
+        let first = Conn::prepare(client, &table, synchronous_commit)?;
         Ok(PgEngine {
-            conn: Mutex::new(conn),
-            table,
+            pool: Pool::new(first, pool_size, config, table, synchronous_commit),
             max_key_len,
+            durability: Mutex::new(o.durability),
             drop_table,
             cluster,
         })
@@ -106,50 +119,51 @@ impl PgEngine {
         emul::check_key_within(NAME, key, self.max_key_len, limits::LIMIT)
     }
 
-    fn lock(&self) -> Result<MutexGuard<'_, Conn>> {
-        self.conn
-            .lock()
-            .map_err(|_| Error::Poisoned { engine: NAME })
-    }
-
     /// The directory of the throwaway cluster, if this engine started one.
     #[cfg(test)]
     fn cluster_root(&self) -> Option<std::path::PathBuf> {
         self.cluster.as_ref().map(|c| c.root().to_path_buf())
     }
 
+    /// The pool, for the tests that hold several connections at once.
+    #[cfg(test)]
+    fn pool(&self) -> &Pool {
+        &self.pool
+    }
+
     fn copy_in(&self, pairs: &mut dyn Iterator<Item = KvPair>) -> Result<u64> {
         let mut check = SortedCheck::for_engine(self)?;
-        let mut conn = self.lock()?;
-        let sql = format!("COPY {} (k, v) FROM STDIN BINARY", self.table);
-        let mut w = conn.client.copy_in(&sql).map_err(perr("bulk_load: COPY"))?;
-        let io = |e| Error::backend(NAME, "bulk_load: COPY write", e);
-        // Header: signature, flags, header-extension length.
-        let mut buf: Vec<u8> = b"PGCOPY\n\xff\r\n\0\0\0\0\0\0\0\0\0".to_vec();
-        let mut n = 0u64;
-        for (k, v) in pairs {
-            // An early return drops `w` unfinished, which aborts the COPY: nothing is stored.
-            check.check(&k)?;
-            self.check_key(&k)?;
-            buf.extend_from_slice(&2i16.to_be_bytes());
-            for field in [&k, &v] {
-                let len = i32::try_from(field.len()).map_err(|_| Error::InvalidKey {
-                    engine: NAME,
-                    reason: "keys and values must be under 2 GiB".into(),
-                })?;
-                buf.extend_from_slice(&len.to_be_bytes());
-                buf.extend_from_slice(field);
+        let sql = format!("COPY {} (k, v) FROM STDIN BINARY", self.pool.table());
+        self.pool.with(|conn| {
+            let mut w = conn.client.copy_in(&sql).map_err(perr("bulk_load: COPY"))?;
+            let io = |e| Error::backend(NAME, "bulk_load: COPY write", e);
+            // Header: signature, flags, header-extension length.
+            let mut buf: Vec<u8> = b"PGCOPY\n\xff\r\n\0\0\0\0\0\0\0\0\0".to_vec();
+            let mut n = 0u64;
+            for (k, v) in pairs {
+                // An early return drops `w` unfinished, which aborts the COPY: nothing is stored.
+                check.check(&k)?;
+                self.check_key(&k)?;
+                buf.extend_from_slice(&2i16.to_be_bytes());
+                for field in [&k, &v] {
+                    let len = i32::try_from(field.len()).map_err(|_| Error::InvalidKey {
+                        engine: NAME,
+                        reason: "keys and values must be under 2 GiB".into(),
+                    })?;
+                    buf.extend_from_slice(&len.to_be_bytes());
+                    buf.extend_from_slice(field);
+                }
+                n += 1;
+                if buf.len() >= 1 << 20 {
+                    w.write_all(&buf).map_err(io)?;
+                    buf.clear();
+                }
             }
-            n += 1;
-            if buf.len() >= 1 << 20 {
-                w.write_all(&buf).map_err(io)?;
-                buf.clear();
-            }
-        }
-        buf.extend_from_slice(&(-1i16).to_be_bytes());
-        w.write_all(&buf).map_err(io)?;
-        w.finish().map_err(perr("bulk_load: COPY finish"))?;
-        Ok(n)
+            buf.extend_from_slice(&(-1i16).to_be_bytes());
+            w.write_all(&buf).map_err(io)?;
+            w.finish().map_err(perr("bulk_load: COPY finish"))?;
+            Ok(n)
+        })
     }
 }
 
@@ -164,76 +178,13 @@ fn unique_table_name() -> String {
     format!("aimeta_kv_{}_{nanos}_{n}", std::process::id())
 }
 
-fn prepare(mut client: Client, t: &str, durability: Durability) -> Result<Conn> {
-    let sync = if durability == Durability::Sync {
-        "on"
-    } else {
-        "off"
-    };
-    let unlogged = if durability == Durability::None {
-        "UNLOGGED "
-    } else {
-        ""
-    };
-    client
-        .batch_execute(&format!(
-            "SET synchronous_commit TO {sync};
-             CREATE {unlogged}TABLE IF NOT EXISTS {t} (k bytea PRIMARY KEY, v bytea NOT NULL)"
-        ))
-        .map_err(perr("create table"))?;
-    let mut p = |sql: String| client.prepare(&sql).map_err(perr("prepare statements"));
-    let get = p(format!("SELECT v FROM {t} WHERE k = $1"))?;
-    let put = p(format!(
-        "INSERT INTO {t} (k, v) VALUES ($1, $2) ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v"
-    ))?;
-    let delete = p(format!("DELETE FROM {t} WHERE k = $1"))?;
-    let put_many = p(format!(
-        "INSERT INTO {t} (k, v) SELECT * FROM unnest($1::bytea[], $2::bytea[]) \
-         ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v"
-    ))?;
-    let delete_many = p(format!("DELETE FROM {t} WHERE k = ANY($1::bytea[])"))?;
-    let seek_le = p(format!(
-        "SELECT k, v FROM {t} WHERE k <= $1 ORDER BY k DESC LIMIT 1"
-    ))?;
-    let last = p(format!("SELECT k FROM {t} ORDER BY k DESC LIMIT 1"))?;
-    let walk_bounded = p(format!(
-        "SELECT k, v FROM {t} WHERE k >= $1 AND k < $2 ORDER BY k LIMIT $3"
-    ))?;
-    let walk_open = p(format!(
-        "SELECT k, v FROM {t} WHERE k >= $1 ORDER BY k LIMIT $2"
-    ))?;
-    let count = p(format!("SELECT count(*) FROM {t} WHERE k >= $1 AND k < $2"))?;
-    let cas_update = p(format!("UPDATE {t} SET v = $3 WHERE k = $1 AND v = $2"))?;
-    let cas_insert = p(format!(
-        "INSERT INTO {t} (k, v) VALUES ($1, $2) ON CONFLICT (k) DO NOTHING"
-    ))?;
-    let cas_delete = p(format!("DELETE FROM {t} WHERE k = $1 AND v = $2"))?;
-    Ok(Conn {
-        client,
-        get,
-        put,
-        delete,
-        put_many,
-        delete_many,
-        seek_le,
-        last,
-        walk_bounded,
-        walk_open,
-        count,
-        cas_update,
-        cas_insert,
-        cas_delete,
-    })
-}
-
 impl Drop for PgEngine {
+    /// Closes every connection (before `cluster`, declared last, stops the server), dropping
+    /// the table first when it lives in someone else's server.
     fn drop(&mut self) {
         if self.drop_table {
-            if let Ok(conn) = self.conn.get_mut() {
-                let _ = conn
-                    .client
-                    .batch_execute(&format!("DROP TABLE IF EXISTS {}", self.table));
-            }
+            let sql = format!("DROP TABLE IF EXISTS {}", self.pool.table());
+            let _ = self.pool.close_all_but_one_then(&sql);
         }
     }
 }
@@ -248,50 +199,52 @@ impl OrderedRead for PgEngine {
         if key.is_empty() {
             return Ok(false);
         }
-        let mut c = self.lock()?;
-        let c = &mut *c;
-        match c.client.query_opt(&c.get, &[&key]).map_err(perr("get"))? {
-            Some(row) => {
-                out.extend_from_slice(row.try_get::<_, &[u8]>(0).map_err(perr("get"))?);
-                Ok(true)
-            }
-            None => Ok(false),
-        }
+        self.pool.with(
+            |c| match c.client.query_opt(&c.get, &[&key]).map_err(perr("get"))? {
+                Some(row) => {
+                    out.extend_from_slice(row.try_get::<_, &[u8]>(0).map_err(perr("get"))?);
+                    Ok(true)
+                }
+                None => Ok(false),
+            },
+        )
     }
 
     fn seek_le(&self, key: &[u8], key_out: &mut Vec<u8>, val_out: &mut Vec<u8>) -> Result<bool> {
         key_out.clear();
         val_out.clear();
-        let mut c = self.lock()?;
-        let c = &mut *c;
-        match c
-            .client
-            .query_opt(&c.seek_le, &[&key])
-            .map_err(perr("seek_le"))?
-        {
-            Some(row) => {
-                key_out.extend_from_slice(row.try_get::<_, &[u8]>(0).map_err(perr("seek_le"))?);
-                val_out.extend_from_slice(row.try_get::<_, &[u8]>(1).map_err(perr("seek_le"))?);
-                Ok(true)
+        self.pool.with(|c| {
+            match c
+                .client
+                .query_opt(&c.seek_le, &[&key])
+                .map_err(perr("seek_le"))?
+            {
+                Some(row) => {
+                    key_out.extend_from_slice(row.try_get::<_, &[u8]>(0).map_err(perr("seek_le"))?);
+                    val_out.extend_from_slice(row.try_get::<_, &[u8]>(1).map_err(perr("seek_le"))?);
+                    Ok(true)
+                }
+                None => Ok(false),
             }
-            None => Ok(false),
-        }
+        })
     }
 
     fn last_key(&self, key_out: &mut Vec<u8>) -> Result<bool> {
         key_out.clear();
-        let mut c = self.lock()?;
-        let c = &mut *c;
-        match c.client.query_opt(&c.last, &[]).map_err(perr("last key"))? {
-            Some(row) => {
-                key_out.extend_from_slice(row.try_get::<_, &[u8]>(0).map_err(perr("last key"))?);
-                Ok(true)
-            }
-            None => Ok(false),
-        }
+        self.pool.with(
+            |c| match c.client.query_opt(&c.last, &[]).map_err(perr("last key"))? {
+                Some(row) => {
+                    key_out
+                        .extend_from_slice(row.try_get::<_, &[u8]>(0).map_err(perr("last key"))?);
+                    Ok(true)
+                }
+                None => Ok(false),
+            },
+        )
     }
 
-    /// Pages of `LIMIT batch_hint` rows (16..=4096), continuing after the last key of a page.
+    /// Pages of `LIMIT batch_hint` rows (16..=4096), continuing after the last key of a page,
+    /// all on one connection.
     fn walk(
         &self,
         start: &[u8],
@@ -301,31 +254,35 @@ impl OrderedRead for PgEngine {
     ) -> Result<()> {
         let page = batch_hint.clamp(PAGE_MIN, PAGE_MAX);
         let limit = page as i64;
-        let mut c = self.lock()?;
-        let c = &mut *c;
-        let mut from = start.to_vec();
-        loop {
-            let rows = match end {
-                Some(end) => c.client.query(&c.walk_bounded, &[&from, &end, &limit]),
-                None => c.client.query(&c.walk_open, &[&from, &limit]),
-            }
-            .map_err(perr("scan"))?;
-            for row in &rows {
-                let k: &[u8] = row.try_get(0).map_err(perr("scan"))?;
-                let v: &[u8] = row.try_get(1).map_err(perr("scan"))?;
-                if !visit(k, v) {
-                    return Ok(());
+        self.pool.with(|c| {
+            let mut from = start.to_vec();
+            loop {
+                let rows = match end {
+                    Some(end) => c.client.query(&c.walk_bounded, &[&from, &end, &limit]),
+                    None => c.client.query(&c.walk_open, &[&from, &limit]),
+                }
+                .map_err(perr("scan"))?;
+                for row in &rows {
+                    let k: &[u8] = row.try_get(0).map_err(perr("scan"))?;
+                    let v: &[u8] = row.try_get(1).map_err(perr("scan"))?;
+                    if !visit(k, v) {
+                        return Ok(());
+                    }
+                }
+                match rows.last() {
+                    Some(row) if rows.len() == page => {
+                        from = emul::key_successor(row.try_get(0).map_err(perr("scan"))?);
+                    }
+                    _ => return Ok(()),
                 }
             }
-            match rows.last() {
-                Some(row) if rows.len() == page => {
-                    from = emul::key_successor(row.try_get(0).map_err(perr("scan"))?);
-                }
-                _ => return Ok(()),
-            }
-        }
+        })
     }
 }
+
+/// How many times `compare_and_swap` retries when its condition failed yet the value it then
+/// reads is the expected one (another session changed the key back in between).
+const CAS_ATTEMPTS: usize = 8;
 
 impl KvEngine for PgEngine {
     fn name(&self) -> &'static str {
@@ -336,7 +293,7 @@ impl KvEngine for PgEngine {
         Capabilities::emulated(false, Some(self.max_key_len))
     }
 
-    /// `COPY ... FROM STDIN BINARY` in one statement.
+    /// `COPY ... FROM STDIN BINARY` in one statement, on one connection.
     fn bulk_load(&self, pairs: &mut dyn Iterator<Item = KvPair>) -> Result<u64> {
         self.copy_in(pairs)
     }
@@ -347,38 +304,41 @@ impl KvEngine for PgEngine {
 
     fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
         self.check_key(key)?;
-        let mut c = self.lock()?;
-        let c = &mut *c;
-        c.client
-            .execute(&c.put, &[&key, &value])
-            .map_err(perr("put"))?;
-        Ok(())
+        self.pool.with(|c| {
+            c.client
+                .execute(&c.put, &[&key, &value])
+                .map_err(perr("put"))?;
+            Ok(())
+        })
     }
 
     fn delete(&self, key: &[u8]) -> Result<()> {
-        let mut c = self.lock()?;
-        let c = &mut *c;
-        c.client
-            .execute(&c.delete, &[&key])
-            .map_err(perr("delete"))?;
-        Ok(())
+        self.pool.with(|c| {
+            c.client
+                .execute(&c.delete, &[&key])
+                .map_err(perr("delete"))?;
+            Ok(())
+        })
     }
 
     fn write_batch(&self, ops: &[BatchOp<'_>]) -> Result<()> {
         emul::check_batch_within(NAME, ops, self.max_key_len, limits::LIMIT)?;
-        let mut c = self.lock()?;
-        let c = &mut *c;
-        let mut txn = c.client.transaction().map_err(perr("write_batch: begin"))?;
-        for run in batch::runs(ops) {
-            match run {
-                batch::Run::Put { keys, values } => txn.execute(&c.put_many, &[&keys, &values]),
-                batch::Run::Delete { keys } => txn.execute(&c.delete_many, &[&keys]),
+        self.pool.with(|c| {
+            let mut txn = c.client.transaction().map_err(perr("write_batch: begin"))?;
+            for run in batch::runs(ops) {
+                match run {
+                    batch::Run::Put { keys, values } => txn.execute(&c.put_many, &[&keys, &values]),
+                    batch::Run::Delete { keys } => txn.execute(&c.delete_many, &[&keys]),
+                }
+                .map_err(perr("write_batch"))?;
             }
-            .map_err(perr("write_batch"))?;
-        }
-        txn.commit().map_err(perr("write_batch: commit"))
+            txn.commit().map_err(perr("write_batch: commit"))
+        })
     }
 
+    /// One conditional statement (atomic across sessions, see the module docs); on a miss
+    /// the current value is read back, and if another session restored the expected value
+    /// in between the swap is tried again, so a conflict never reports `expected` itself.
     fn compare_and_swap(
         &self,
         key: &[u8],
@@ -386,29 +346,54 @@ impl KvEngine for PgEngine {
         new: Option<&[u8]>,
     ) -> Result<CasOutcome> {
         self.check_key(key)?;
-        let mut c = self.lock()?;
-        let c = &mut *c;
-        let applied = match (expected, new) {
-            (Some(e), Some(n)) => c.client.execute(&c.cas_update, &[&key, &e, &n]),
-            (Some(e), None) => c.client.execute(&c.cas_delete, &[&key, &e]),
-            (None, Some(n)) => c.client.execute(&c.cas_insert, &[&key, &n]),
-            (None, None) => Ok(0),
+        self.pool.with(|c| {
+            let mut current = None;
+            for _ in 0..CAS_ATTEMPTS {
+                let applied = match (expected, new) {
+                    (Some(e), Some(n)) => c.client.execute(&c.cas_update, &[&key, &e, &n]),
+                    (Some(e), None) => c.client.execute(&c.cas_delete, &[&key, &e]),
+                    (None, Some(n)) => c.client.execute(&c.cas_insert, &[&key, &n]),
+                    (None, None) => Ok(0),
+                }
+                .map_err(perr("compare_and_swap"))?;
+                if applied == 1 {
+                    return Ok(CasOutcome::Ok);
+                }
+                current = c
+                    .client
+                    .query_opt(&c.get, &[&key])
+                    .map_err(perr("compare_and_swap: read current"))?
+                    .map(|row| row.try_get::<_, Vec<u8>>(0))
+                    .transpose()
+                    .map_err(perr("compare_and_swap: read current"))?;
+                if expected.is_none() && new.is_none() && current.is_none() {
+                    return Ok(CasOutcome::Ok); // "delete if absent": it was absent
+                }
+                if current.as_deref() != expected {
+                    break;
+                }
+            }
+            Ok(CasOutcome::Conflict { current })
+        })
+    }
+
+    /// Under [`Durability::Async`] and [`Durability::Sync`]: `SET synchronous_commit` on
+    /// every pooled connection, `Ok(true)`. To or from [`Durability::None`] (an UNLOGGED
+    /// table, and a throwaway cluster without fsync): `Ok(false)`, nothing changed.
+    fn set_durability(&self, durability: Durability) -> Result<bool> {
+        let mut current = self
+            .durability
+            .lock()
+            .map_err(|_| Error::Poisoned { engine: NAME })?;
+        if (*current == Durability::None) != (durability == Durability::None) {
+            return Ok(false);
         }
-        .map_err(perr("compare_and_swap"))?;
-        if applied == 1 {
-            return Ok(CasOutcome::Ok);
-        }
-        let current = c
-            .client
-            .query_opt(&c.get, &[&key])
-            .map_err(perr("compare_and_swap: read current"))?
-            .map(|row| row.try_get::<_, Vec<u8>>(0))
-            .transpose()
-            .map_err(perr("compare_and_swap: read current"))?;
-        if expected.is_none() && new.is_none() && current.is_none() {
-            return Ok(CasOutcome::Ok); // "delete if absent": nothing to do, and it was absent
-        }
-        Ok(CasOutcome::Conflict { current })
+        // Recorded before the SETs: on an error the connections still open have the new
+        // setting and the one that failed was closed, to reopen with it.
+        *current = durability;
+        self.pool
+            .set_synchronous_commit(durability == Durability::Sync)?;
+        Ok(true)
     }
 
     crate::emul::emulated_reads!(scans);
@@ -417,37 +402,39 @@ impl KvEngine for PgEngine {
         if start_inclusive >= end_exclusive {
             return Ok(0);
         }
-        let mut c = self.lock()?;
-        let c = &mut *c;
-        let row = c
-            .client
-            .query_one(&c.count, &[&start_inclusive, &end_exclusive])
-            .map_err(perr("count"))?;
-        let n: i64 = row.try_get(0).map_err(perr("count"))?;
-        Ok(u64::try_from(n).unwrap_or(0))
+        self.pool.with(|c| {
+            let row = c
+                .client
+                .query_one(&c.count, &[&start_inclusive, &end_exclusive])
+                .map_err(perr("count"))?;
+            let n: i64 = row.try_get(0).map_err(perr("count"))?;
+            Ok(u64::try_from(n).unwrap_or(0))
+        })
     }
 
     /// `CHECKPOINT` (needs superuser or, from PostgreSQL 15, the pg_checkpoint role).
     fn checkpoint(&self) -> Result<()> {
-        let mut c = self.lock()?;
-        c.client
-            .batch_execute("CHECKPOINT")
-            .map_err(perr("CHECKPOINT"))
+        self.pool.with(|c| {
+            c.client
+                .batch_execute("CHECKPOINT")
+                .map_err(perr("CHECKPOINT"))
+        })
     }
 
     /// `pg_total_relation_size` of the table: heap, primary-key index and TOAST, without the
     /// WAL and system catalogs that any cluster carries.
     fn size_on_disk(&self) -> Result<u64> {
-        let mut c = self.lock()?;
-        let row = c
-            .client
-            .query_one(
-                "SELECT pg_total_relation_size($1::text::regclass)",
-                &[&self.table],
-            )
-            .map_err(perr("pg_total_relation_size"))?;
-        let n: i64 = row.try_get(0).map_err(perr("pg_total_relation_size"))?;
-        Ok(u64::try_from(n).unwrap_or(0))
+        self.pool.with(|c| {
+            let row = c
+                .client
+                .query_one(
+                    "SELECT pg_total_relation_size($1::text::regclass)",
+                    &[&self.pool.table()],
+                )
+                .map_err(perr("pg_total_relation_size"))?;
+            let n: i64 = row.try_get(0).map_err(perr("pg_total_relation_size"))?;
+            Ok(u64::try_from(n).unwrap_or(0))
+        })
     }
 
     fn io_counters(&self) -> Option<crate::api::IoCounters> {
@@ -457,3 +444,6 @@ impl KvEngine for PgEngine {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod concurrency_tests;

@@ -238,7 +238,8 @@ impl PgCluster {
             format!("fsync={fsync}"),
             format!("synchronous_commit={sync_commit}"),
             format!("full_page_writes={fpw}"),
-            "max_connections=10".into(),
+            // The pool's sessions, and a few to spare for a psql beside a run.
+            format!("max_connections={}", super::pool::POOL_SIZE + 4),
             "huge_pages=off".into(),
         ] {
             server.arg("-c").arg(setting);
@@ -258,11 +259,7 @@ impl PgCluster {
 
     /// Polls the unix socket until the server accepts a connection, or fails with the log tail.
     fn wait_ready(&mut self, log_path: &Path) -> Result<postgres::Client> {
-        let mut cfg = postgres::Config::new();
-        cfg.host_path(&self.root)
-            .port(5432)
-            .user(SUPERUSER)
-            .dbname("postgres");
+        let cfg = self.config();
         let deadline = Instant::now() + START_TIMEOUT;
         loop {
             let exited = match self.server.as_mut().map(Child::try_wait) {
@@ -291,6 +288,16 @@ impl PgCluster {
                 Err(_) => std::thread::sleep(Duration::from_millis(25)),
             }
         }
+    }
+
+    /// How to connect to the server: its unix socket, as the superuser.
+    pub(super) fn config(&self) -> postgres::Config {
+        let mut cfg = postgres::Config::new();
+        cfg.host_path(&self.root)
+            .port(5432)
+            .user(SUPERUSER)
+            .dbname("postgres");
+        cfg
     }
 
     /// The cluster's directory (data, socket and server log).

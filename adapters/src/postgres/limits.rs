@@ -109,13 +109,13 @@ mod tests {
         let mut insert = |len: usize| -> Result<bool> {
             let mut key = vec![0u8; len];
             rng.fill_bytes(&mut key);
-            let mut c = engine.lock()?;
-            let c = &mut *c;
-            match c.client.execute(&c.put, &[&key, &b"v".as_slice()]) {
-                Ok(_) => Ok(true),
-                Err(e) if e.as_db_error().is_some() => Ok(false), // the index row size error
-                Err(e) => Err(Error::backend(super::super::NAME, "probe insert", e)),
-            }
+            engine.pool().with(|c| {
+                match c.client.execute(&c.put, &[&key, &b"v".as_slice()]) {
+                    Ok(_) => Ok(true),
+                    Err(e) if e.as_db_error().is_some() => Ok(false), // the index row size error
+                    Err(e) => Err(Error::backend(super::super::NAME, "probe insert", e)),
+                }
+            })
         };
         let (mut fits, mut too_long) = (1usize, 8192usize);
         assert!(insert(fits)? && !insert(too_long)?);

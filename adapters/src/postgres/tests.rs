@@ -34,6 +34,10 @@ fn throwaway_cluster_is_removed_on_drop_and_on_panic() -> Result<()> {
         .cluster_root()
         .ok_or_else(|| Error::backend(NAME, "test", "no cluster"))?;
     engine.put(b"k", b"v")?;
+    // Several pooled sessions open: all must close before the server stops.
+    let pool = engine.pool();
+    pool.with(|_| pool.with(|_| engine.put(b"k2", b"v")))?;
+    assert_eq!(pool.for_each_open(|_| Ok(()))?, 3);
     assert!(root.join("data").is_dir());
     drop(engine);
     assert!(!root.exists(), "{} left behind after drop", root.display());
