@@ -171,8 +171,30 @@ fn with_durability(o: &RunOptions, durability: Durability) -> RunOptions {
 
 /// Why PostgreSQL keeps its handle, for its records' notes.
 const POSTGRES_KEPT: &str = "PostgreSQL is not reopened (its server runs outside this \
-    process and a reopen would drop its table), so this was measured on the existing \
-    handle at the run's durability";
+    process and a reopen would drop its table): its sessions were switched with SET \
+    synchronous_commit instead";
+
+/// Why an engine that cannot switch keeps the run's durability, for its records' notes.
+const CANNOT_SWITCH: &str = "this engine is neither reopened nor switched in place (a \
+    reopen would lose its store), so it was measured at the run's durability only";
+
+/// Puts the store in durability `d`: reopened where the engine allows, switched in place
+/// where it can be (PostgreSQL's sessions); false when neither is possible.
+fn switch_durability(
+    o: &RunOptions,
+    s: &mut Session,
+    d: Durability,
+    reopens: bool,
+) -> Result<bool, RunError> {
+    if reopens {
+        s.reopen(&with_durability(o, d))?;
+        return Ok(true);
+    }
+    let engine = s.engine()?;
+    engine
+        .set_durability(d)
+        .map_err(engine_err(engine, &s.dataset.name, "set durability"))
+}
 
 /// Runs the writing workloads of `wanted` on a loaded manifest session, after every other
 /// workload, reads back everything they wrote, and returns their records.
@@ -198,14 +220,11 @@ pub(crate) fn measure_writes(
         .into_iter()
         .filter(|_| !ingest.is_empty())
     {
-        if !reopens && o.durability != d.durability() {
+        if !switch_durability(o, s, d.durability(), reopens)? {
             out.extend(unsupported_ingest(s, &ingest, d, o.durability));
             continue;
         }
         let od = with_durability(o, d.durability());
-        if reopens {
-            s.reopen(&od)?;
-        }
         for r in IngestReaders::ALL {
             out.extend(phase(&od, s, m, &ingest, r, d, None, progress)?);
             let writer = WriterPlan {
@@ -218,11 +237,11 @@ pub(crate) fn measure_writes(
     }
     let mut written = Vec::new();
     if sync {
-        if !reopens && o.durability != Durability::Sync {
+        if !switch_durability(o, s, Durability::Sync, reopens)? {
             out.extend(sync_put::THREADS.map(|t| Record {
                 status: Status::Unsupported,
                 note: Some(format!(
-                    "{POSTGRES_KEPT} ({:?}), and sync_put needs sync",
+                    "{CANNOT_SWITCH} ({:?}), and sync_put needs sync",
                     o.durability
                 )),
                 ..base_record(
@@ -234,18 +253,14 @@ pub(crate) fn measure_writes(
             }));
         } else {
             let od = with_durability(o, Durability::Sync);
-            if reopens {
-                s.reopen(&od)?;
-            }
             let (records, w) = sync_put::measure(&od, s, progress)?;
             out.extend(records);
             written = w;
         }
     }
-    // Back to the run's durability: a clean close and open before the read-back.
-    if reopens {
-        s.reopen(o)?;
-    }
+    // Back to the run's durability: a clean close and open before the read-back (or
+    // the sessions switched back).
+    switch_durability(o, s, o.durability, reopens)?;
     let engine = s.engine()?;
     let dataset = s.dataset.name.as_str();
     ingest_phase::verify_shards(engine, dataset, appended.clone())?;
@@ -405,7 +420,7 @@ fn unsupported_ingest(
     d: IngestDurability,
     run: Durability,
 ) -> Vec<Record> {
-    let note = format!("{POSTGRES_KEPT} ({run:?}), not at {} durability", d.name());
+    let note = format!("{CANNOT_SWITCH} ({run:?}), not at {} durability", d.name());
     let mut out = Vec::new();
     for r in IngestReaders::ALL {
         let mut measured: Vec<(Workload, Variant)> = Vec::new();

@@ -124,7 +124,7 @@ pub(crate) fn measure(
         });
         let kept = if s.kind() == aimeta_adapters::EngineKind::Postgres {
             "; PostgreSQL is not reopened (its server runs outside this process and a reopen \
-             would drop its table): the run's sync durability on the existing handle"
+             would drop its table): its sessions were switched to synchronous_commit on"
         } else {
             "; the store was reopened with sync durability for these records, whatever the \
              run's --durability"
