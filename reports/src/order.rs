@@ -120,6 +120,23 @@ pub(crate) fn is_bug_repro(variant: Option<&str>) -> bool {
     variant.is_some_and(|v| v.ends_with("full_frame"))
 }
 
+/// The shape a variant names, when it is one: a different operation mix that must be
+/// compared like with like (a scan from a random offset, a thread count, the readers and
+/// durability of an ingest phase), not a method to pick the fastest of (a longest-prefix
+/// method, a trace design, this engine's paged mode). None for methods and plain forms.
+pub(crate) fn shape_of(variant: Option<&str>) -> Option<&str> {
+    let v = variant?;
+    let threads = |s: &str| s.len() > 1 && s[1..].bytes().all(|b| b.is_ascii_digit());
+    let shape = v.starts_with("offset_")
+        || (v.starts_with('t') && threads(v))
+        || (v.starts_with('r')
+            && v[1..]
+                .split('_')
+                .next()
+                .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())));
+    shape.then_some(v)
+}
+
 /// A short description of a workload, for chart titles and table headings.
 pub(crate) fn workload_description(workload: &str) -> Option<&'static str> {
     Some(match workload {
@@ -297,6 +314,32 @@ impl Results {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn shapes_are_told_from_methods() {
+        for shape in [
+            "offset_uniform",
+            "offset_zipf",
+            "t1",
+            "t16",
+            "r4_writer_sync",
+            "r8_async",
+        ] {
+            assert_eq!(shape_of(Some(shape)), Some(shape), "{shape}");
+        }
+        for method in [
+            "native",
+            "bisect",
+            "predecessor_seek",
+            "paged",
+            "path_native",
+            "chained_bisect",
+            "trace",
+        ] {
+            assert_eq!(shape_of(Some(method)), None, "{method}");
+        }
+        assert_eq!(shape_of(None), None);
+    }
     use crate::testing::TestResult;
 
     #[test]

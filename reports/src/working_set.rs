@@ -181,18 +181,37 @@ pub(crate) fn subtitle_line(results: &Results, records: &[&Record]) -> Option<St
         let mut variants: Vec<Option<&str>> = recs.iter().map(|r| r.variant.as_deref()).collect();
         variants.sort_by(|a, b| order::cmp_variant(*a, *b));
         variants.dedup();
-        let per_variant: Vec<(Option<&str>, String)> = variants
+        // Variants whose working sets all fit, or all are beyond, share one entry with
+        // their range; only a split between the two is spelt out, group by group.
+        let verdict_of = |v: &Option<&str>| {
+            Span::of(recs.iter().copied().filter(|r| r.variant.as_deref() == *v))
+                .map(|s| s.verdict() == Verdict::Fits)
+        };
+        let fitting: Vec<Option<&str>> = variants
             .iter()
-            .filter_map(|v| {
-                let mine = recs.iter().copied().filter(|r| r.variant.as_deref() == *v);
-                Span::of(mine).map(|s| (*v, s.text()))
-            })
+            .copied()
+            .filter(|v| verdict_of(v) == Some(true))
             .collect();
-        let same = per_variant.windows(2).all(|w| w[0].1 == w[1].1);
-        if by_variant && !same {
-            for (v, text) in per_variant {
-                let label = v.map_or_else(|| name.to_string(), |v| format!("{name} {v}"));
-                entries.push(format!("{label}: working set {text}"));
+        let beyond: Vec<Option<&str>> = variants
+            .iter()
+            .copied()
+            .filter(|v| verdict_of(v) == Some(false))
+            .collect();
+        if by_variant && !fitting.is_empty() && !beyond.is_empty() {
+            for group in [fitting, beyond] {
+                let labels: Vec<&str> = group.iter().map(|v| v.unwrap_or("plain")).collect();
+                let mine = recs
+                    .iter()
+                    .copied()
+                    .filter(|r| group.contains(&r.variant.as_deref()));
+                let label = if group == [None] {
+                    name.to_string()
+                } else {
+                    format!("{name} {}", labels.join(", "))
+                };
+                if let Some(span) = Span::of(mine) {
+                    entries.push(format!("{label}: working set {}", span.text()));
+                }
             }
         } else if let Some(s) = Span::of(recs.iter().copied()) {
             entries.push(format!("{name}: working set {}", s.text()));
