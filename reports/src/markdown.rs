@@ -477,6 +477,7 @@ mod tests {
             bytes: 10_496 * 4096,
             ratio_to_budget: 2.5625,
             source: WorkingSetSource::KeyLayout,
+            touched_pages: None,
         });
         let mut other = rec(Status::Ok, None);
         other.engine = "lmdb".into();

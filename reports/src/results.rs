@@ -287,10 +287,13 @@ pub enum WorkingSetSource {
     EngineCounters,
 }
 
-/// The distinct data the timed operations of one measurement touched.
+/// The working set of one measurement: the distinct 4 KiB pages its access pattern
+/// reaches (its support: every page for keys chosen uniformly over the data set, the
+/// first entries of each shard for the seed's start-of-shard scans), and how many of
+/// them its timed operations did touch.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct WorkingSet {
-    /// Distinct 4 KiB pages.
+    /// Distinct 4 KiB pages the access pattern reaches.
     pub pages: u64,
     /// `pages` x 4096.
     pub bytes: u64,
@@ -299,6 +302,10 @@ pub struct WorkingSet {
     pub ratio_to_budget: f64,
     /// How it was worked out.
     pub source: WorkingSetSource,
+    /// Distinct pages the timed operations touched (at most `pages`: a few thousand
+    /// operations reach only part of a large support).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub touched_pages: Option<u64>,
 }
 
 impl WorkingSet {

@@ -242,6 +242,7 @@ mod tests {
             bytes,
             ratio_to_budget: bytes as f64 / (16 * MIB) as f64,
             source: WorkingSetSource::KeyLayout,
+            touched_pages: None,
         });
         r
     }

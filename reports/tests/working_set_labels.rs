@@ -26,6 +26,7 @@ fn with_working_set(mib: f64) -> Results {
                 bytes,
                 ratio_to_budget: bytes as f64 / (64 * MIB) as f64,
                 source: WorkingSetSource::KeyLayout,
+                touched_pages: None,
             });
         }
     }

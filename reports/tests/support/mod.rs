@@ -455,6 +455,7 @@ pub fn working_set(bytes: u64) -> WorkingSet {
         bytes,
         ratio_to_budget: bytes as f64 / SWEEP_BUDGET as f64,
         source: WorkingSetSource::KeyLayout,
+        touched_pages: None,
     }
 }
 

@@ -12,7 +12,7 @@ use crate::alloc_count::charged;
 use crate::gen::{seeded, ChainGraph, KvQuery, Manifest, Rng, Zipf, YCSB_THETA};
 
 /// Bytes of one manifest entry in the key layout (key and value).
-const MANIFEST_ENTRY_BYTES: u64 =
+pub(crate) const MANIFEST_ENTRY_BYTES: u64 =
     (crate::gen::MANIFEST_KEY_LEN + crate::gen::MANIFEST_VALUE_LEN) as u64;
 
 /// How a scan from a random offset chooses its shard.

@@ -16,7 +16,7 @@ use hdrhistogram::Histogram;
 
 use super::measure::{histogram, io_per_op, latency};
 use super::ops::{self, ManifestOps};
-use super::working_set::TouchedPages;
+use super::working_set::{self, TouchedPages};
 use super::{sys, Data, Planned, Progress, RunError, RunOptions, ThreadCount, Variant, Workload};
 use crate::alloc_count::{self, AllocCount};
 use crate::gen::{derive_seed, seeded, KvQuery, Rng};
@@ -722,6 +722,32 @@ impl Session {
         Ok(wall.mul_f64(iters as f64 / (per * threads) as f64))
     }
 
+    /// The pages of the key layout the access pattern of (w, v) reaches on this data set:
+    /// the first 100 entries of each shard for the seed's start-of-shard scans, the first
+    /// entry of each for listings, every page for keys chosen over the whole manifest and
+    /// for chain walks, the answers of the cycled queries for the chain index.
+    fn support_pages(&self, w: Workload, v: Option<Variant>) -> u64 {
+        match &self.data {
+            Data::Manifest(m) => {
+                let entry = ops::MANIFEST_ENTRY_BYTES;
+                let firsts = match (w, v.and_then(Variant::shard_choice)) {
+                    (Workload::ManifestScan, None) => Some(100),
+                    (Workload::ManifestList, _) => Some(1),
+                    _ => None,
+                };
+                working_set::manifest_support(m.shards, m.per_shard, entry, firsts)
+            }
+            Data::KvChain(_) => {
+                let mut t = TouchedPages::new();
+                for &(offset, len) in &self.query_layout.spans {
+                    t.touch_bytes(offset, len);
+                }
+                t.pages()
+            }
+            Data::Graph(g) => working_set::layout_pages(g.data_bytes()),
+        }
+    }
+
     /// Records of everything measured so far.
     pub fn records(&self) -> Vec<Record> {
         self.tallies
@@ -750,7 +776,11 @@ impl Session {
                     io_per_op: Some(io),
                     load_secs: Some(self.load_secs),
                     trace: None,
-                    working_set: t.touched.working_set(self.budget_bytes),
+                    working_set: working_set::working_set(
+                        self.support_pages(*w, *v),
+                        Some(t.touched.pages()),
+                        self.budget_bytes,
+                    ),
                     alloc_per_op: self.alloc_counted.then(|| AllocPerOp {
                         bytes: t.alloc.bytes as f64 / n,
                         allocations: t.alloc.calls as f64 / n,

@@ -1,12 +1,17 @@
-//! The working set of a measurement: which 4 KiB pages its timed operations touch, with
-//! the data set's keys and values packed into pages in key order (the key layout).
+//! The working set of a measurement: which 4 KiB pages its access pattern reaches, with
+//! the data set's keys and values packed into pages in key order (the key layout), and
+//! which of them its timed operations did touch.
 //!
-//! Every engine stores at least that many bytes for the entries it reads, so the count is
-//! a lower bound for all of them: when it exceeds the budget, no engine can hold what the
-//! operations read, and the measurement is beyond the budget in working set, not only in
-//! data size. The seed's start-of-shard scans are the case this exists for: 200 shards x
-//! their first 100 entries are about 2.4 MiB, inside a 16 MiB budget, on a data set of
-//! 120 MB.
+//! The working set is the pattern's support, not the pages a few thousand timed
+//! operations happened to draw: gets of uniformly chosen keys reach every page of the data
+//! set (5,000 of them touch 20 MB of a 3 GB manifest, but a cache that held only those
+//! would miss on the next ones), while the seed's start-of-shard scans reach only the
+//! first 100 entries of each shard, however long they run. Every engine stores at least
+//! that many bytes for the entries, so the count is a lower bound for all of them: when it
+//! exceeds the budget, no engine can hold what the operations read, and the measurement is
+//! beyond the budget in working set, not only in data size. The seed's scans are the case
+//! this exists for: 200 shards x their first 100 entries are 1.6 MiB, inside a 16 MiB
+//! budget, on a data set of 120 MB.
 
 use aimeta_reports::{WorkingSet, WorkingSetSource};
 
@@ -78,16 +83,53 @@ impl TouchedPages {
     /// The working set these pages are, against `budget_bytes`; None when nothing was
     /// marked (a workload that does not track its pages).
     pub fn working_set(&self, budget_bytes: u64) -> Option<WorkingSet> {
-        if self.count == 0 {
-            return None;
+        working_set(self.count, None, budget_bytes)
+    }
+}
+
+/// A working set of `support` pages (`touched` of them touched), against `budget_bytes`;
+/// None for an empty support.
+pub fn working_set(support: u64, touched: Option<u64>, budget_bytes: u64) -> Option<WorkingSet> {
+    if support == 0 {
+        return None;
+    }
+    let bytes = support * LAYOUT_PAGE_BYTES;
+    Some(WorkingSet {
+        pages: support,
+        bytes,
+        ratio_to_budget: bytes as f64 / budget_bytes.max(1) as f64,
+        source: WorkingSetSource::KeyLayout,
+        touched_pages: touched.map(|t| t.min(support)),
+    })
+}
+
+/// Pages of the key layout that hold `bytes` bytes.
+pub fn layout_pages(bytes: u64) -> u64 {
+    bytes.div_ceil(LAYOUT_PAGE_BYTES)
+}
+
+/// The pages a manifest workload's access pattern reaches: the first `per_shard_entries`
+/// entries of each of `shards` shards of `per_shard` samples (`entry_bytes` each), or every
+/// page when `per_shard_entries` is None.
+pub fn manifest_support(
+    shards: u32,
+    per_shard: u32,
+    entry_bytes: u64,
+    per_shard_entries: Option<u32>,
+) -> u64 {
+    match per_shard_entries {
+        None => layout_pages(u64::from(shards) * u64::from(per_shard) * entry_bytes),
+        Some(n) => {
+            let mut t = TouchedPages::new();
+            for s in 0..u64::from(shards) {
+                t.touch_entries(
+                    s * u64::from(per_shard),
+                    u64::from(n.min(per_shard)),
+                    entry_bytes,
+                );
+            }
+            t.pages()
         }
-        let bytes = self.count * LAYOUT_PAGE_BYTES;
-        Some(WorkingSet {
-            pages: self.count,
-            bytes,
-            ratio_to_budget: bytes as f64 / budget_bytes.max(1) as f64,
-            source: WorkingSetSource::KeyLayout,
-        })
     }
 }
 
@@ -122,6 +164,19 @@ mod tests {
             .working_set(100 * 4096)
             .is_some_and(|w| !w.beyond_budget()));
         assert!(TouchedPages::new().working_set(1).is_none());
+    }
+
+    #[test]
+    fn supports_of_the_manifest_shapes() {
+        // 200 x 10,000 entries of 60 bytes: 120 MB, 29,297 pages; the first 100 entries of
+        // each shard: 2 pages each (6,000 bytes), fewer where two shards share a page.
+        assert_eq!(manifest_support(200, 10_000, 60, None), 29_297);
+        let starts = manifest_support(200, 10_000, 60, Some(100));
+        assert!((200..=400).contains(&starts), "{starts}");
+        let ws = working_set(starts, Some(150), 16 << 20);
+        assert!(ws.is_some_and(|w| !w.beyond_budget() && w.touched_pages == Some(150)));
+        let all = working_set(29_297, Some(40_000), 16 << 20);
+        assert!(all.is_some_and(|w| w.beyond_budget() && w.touched_pages == Some(29_297)));
     }
 
     #[test]
