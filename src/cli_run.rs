@@ -124,14 +124,7 @@ pub(crate) fn parse_scale(name: &str) -> Result<Scale, String> {
 
 fn parse(args: &RunArgs) -> Result<RunOptions, String> {
     let scale = parse_scale(&args.scale)?;
-    let engines = if args.engines.is_empty() {
-        EngineKind::enabled()
-    } else {
-        args.engines
-            .iter()
-            .map(|n| n.parse::<EngineKind>().map_err(|e| e.to_string()))
-            .collect::<Result<_, _>>()?
-    };
+    let engines = parse_engines(&args.engines)?;
     let workloads = if args.workloads.is_empty() {
         Workload::default_set()
     } else {
@@ -143,16 +136,7 @@ fn parse(args: &RunArgs) -> Result<RunOptions, String> {
         w.sort_by_key(|x| Workload::ALL.iter().position(|y| y == x));
         w
     };
-    let durability = match args.durability.as_str() {
-        "none" => Durability::None,
-        "async" => Durability::Async,
-        "sync" => Durability::Sync,
-        other => {
-            return Err(format!(
-                "unknown durability {other:?}; valid: none, async, sync"
-            ))
-        }
-    };
+    let durability = parse_durability(&args.durability)?;
     if let Some(rate) = args.rate.filter(|r| !(r.is_finite() && *r > 0.0)) {
         return Err(format!(
             "--rate {rate} is not a rate; give requests per second above 0"
@@ -178,6 +162,29 @@ fn parse(args: &RunArgs) -> Result<RunOptions, String> {
         device_floor: !args.no_device_floor && scale.name != CI.name,
         command: std::env::args().collect::<Vec<_>>().join(" "),
     })
+}
+
+/// The engines named (every engine this build has when none is).
+pub(crate) fn parse_engines(names: &[String]) -> Result<Vec<EngineKind>, String> {
+    if names.is_empty() {
+        return Ok(EngineKind::enabled());
+    }
+    names
+        .iter()
+        .map(|n| n.parse::<EngineKind>().map_err(|e| e.to_string()))
+        .collect()
+}
+
+/// A durability name: none, async or sync.
+pub(crate) fn parse_durability(name: &str) -> Result<Durability, String> {
+    match name {
+        "none" => Ok(Durability::None),
+        "async" => Ok(Durability::Async),
+        "sync" => Ok(Durability::Sync),
+        other => Err(format!(
+            "unknown durability {other:?}; valid: none, async, sync"
+        )),
+    }
 }
 
 /// Checks that `path` can be written before spending minutes measuring.

@@ -3,13 +3,12 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use aimeta_adapters::{Durability, EngineKind};
 use aimeta_workloads::run::{
     self, BudgetMode, RunError, RunOptions, SweepOptions, SWEEP_SCALE, SWEEP_SIZES,
 };
 use clap::Args;
 
-use crate::cli_run::{check_writable, is_pg_start_failure, Bars};
+use crate::cli_run::{check_writable, is_pg_start_failure, parse_durability, parse_engines, Bars};
 
 /// Options of `ai-meta sweep`.
 #[derive(Args, Debug)]
@@ -69,27 +68,11 @@ fn parse(args: &SweepArgs) -> Result<SweepOptions, String> {
         .iter()
         .map(|s| parse_size(s))
         .collect::<Result<Vec<_>, _>>()?;
-    let engines = if args.engines.is_empty() {
-        EngineKind::enabled()
-    } else {
-        args.engines
-            .iter()
-            .map(|n| n.parse::<EngineKind>().map_err(|e| e.to_string()))
-            .collect::<Result<_, _>>()?
-    };
+    let engines = parse_engines(&args.engines)?;
     if args.budget_mib == 0 {
         return Err("--budget-mib must be at least 1".into());
     }
-    let durability = match args.durability.as_str() {
-        "none" => Durability::None,
-        "async" => Durability::Async,
-        "sync" => Durability::Sync,
-        other => {
-            return Err(format!(
-                "unknown durability {other:?}; valid: none, async, sync"
-            ))
-        }
-    };
+    let durability = parse_durability(&args.durability)?;
     let scale = aimeta_workloads::scale::Scale {
         budget_bytes: args.budget_mib << 20,
         ..SWEEP_SCALE
