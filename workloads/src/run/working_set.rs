@@ -10,7 +10,7 @@
 //! that many bytes for the entries, so the count is a lower bound for all of them: when it
 //! exceeds the budget, no engine can hold what the operations read, and the measurement is
 //! beyond the budget in working set, not only in data size. The seed's scans are the case
-//! this exists for: 200 shards x their first 100 entries are 1.6 MiB, inside a 16 MiB
+//! this exists for: 200 shards x their first 100 entries are 1.9 MiB, inside a 16 MiB
 //! budget, on a data set of 120 MB.
 
 use aimeta_reports::{WorkingSet, WorkingSetSource};
@@ -169,10 +169,10 @@ mod tests {
     #[test]
     fn supports_of_the_manifest_shapes() {
         // 200 x 10,000 entries of 60 bytes: 120 MB, 29,297 pages; the first 100 entries of
-        // each shard: 2 pages each (6,000 bytes), fewer where two shards share a page.
+        // each shard: 6,000 bytes from wherever the shard starts, 2 or 3 pages each.
         assert_eq!(manifest_support(200, 10_000, 60, None), 29_297);
         let starts = manifest_support(200, 10_000, 60, Some(100));
-        assert!((200..=400).contains(&starts), "{starts}");
+        assert!((400..=600).contains(&starts), "{starts}");
         let ws = working_set(starts, Some(150), 16 << 20);
         assert!(ws.is_some_and(|w| !w.beyond_budget() && w.touched_pages == Some(150)));
         let all = working_set(29_297, Some(40_000), 16 << 20);
@@ -182,7 +182,7 @@ mod tests {
     #[test]
     fn the_seed_scan_shape_fits_where_its_data_does_not() {
         // 200 shards x 10,000 samples of 60 bytes: 120 MB of data. The first 100 entries
-        // of every shard: 200 x 6,000 bytes, 400 pages, 1.6 MiB.
+        // of every shard: 200 x 6,000 bytes, 2 or 3 pages each, under 600 pages (2.3 MiB).
         let mut t = TouchedPages::new();
         for shard in 0..200u64 {
             t.touch_entries(shard * 10_000, 100, 60);
