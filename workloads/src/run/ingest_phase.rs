@@ -11,6 +11,7 @@ use hdrhistogram::Histogram;
 use rand::RngExt as _;
 
 use super::measure::histogram;
+pub(crate) use super::ops::{engine_err, wrong};
 use super::{Progress, RunError};
 use crate::gen::{derive_seed, seeded, Manifest, Rng};
 
@@ -26,34 +27,6 @@ pub(crate) const MIN_READER_OPS: u64 = 50;
 
 /// Samples in each of the writer's batches: one whole new shard, as LAION's shards are.
 pub(crate) const SAMPLES_PER_BATCH: u32 = 10_000;
-
-/// An engine error at `step` of the ingest workloads.
-pub(crate) fn engine_err(
-    engine: &dyn KvEngine,
-    dataset: &str,
-    step: &str,
-) -> impl FnOnce(aimeta_adapters::Error) -> RunError {
-    let (engine, dataset, step) = (
-        engine.name().to_string(),
-        dataset.to_string(),
-        step.to_string(),
-    );
-    move |source| RunError::Engine {
-        engine,
-        dataset,
-        step,
-        source: Box::new(source),
-    }
-}
-
-/// A wrong answer in `workload`.
-pub(crate) fn wrong(engine: &dyn KvEngine, workload: &str, detail: String) -> RunError {
-    RunError::WrongAnswer {
-        engine: engine.name().to_string(),
-        workload: workload.to_string(),
-        detail,
-    }
-}
 
 /// Joins scoped threads; a panicking thread becomes an error (as in manifest_get_par8).
 pub(crate) fn join_all<T>(

@@ -25,7 +25,7 @@ pub enum ShardChoice {
     Zipf,
 }
 
-fn engine_err(
+pub(crate) fn engine_err(
     engine: &dyn KvEngine,
     dataset: &str,
     step: &str,
@@ -41,7 +41,7 @@ fn engine_err(
     }
 }
 
-fn wrong(engine: &dyn KvEngine, workload: &str, detail: String) -> RunError {
+pub(crate) fn wrong(engine: &dyn KvEngine, workload: &str, detail: String) -> RunError {
     RunError::WrongAnswer {
         engine: engine.name().to_string(),
         workload: workload.to_string(),

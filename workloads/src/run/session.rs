@@ -66,6 +66,8 @@ impl OpState {
 #[derive(Debug, Clone, Default)]
 struct QueryLayout {
     spans: Vec<(u64, u64)>,
+    /// Distinct pages of all the spans: the queries' working set, worked out once.
+    support_pages: u64,
 }
 
 impl QueryLayout {
@@ -87,8 +89,15 @@ impl QueryLayout {
                     Err(i) => (offsets[i], 1),
                 }
             })
-            .collect();
-        QueryLayout { spans }
+            .collect::<Vec<_>>();
+        let mut support = TouchedPages::new();
+        for &(offset, len) in &spans {
+            support.touch_bytes(offset, len);
+        }
+        QueryLayout {
+            support_pages: support.pages(),
+            spans,
+        }
     }
 
     fn touch(&self, query: usize, touched: &mut Option<TouchedPages>) {
@@ -737,13 +746,7 @@ impl Session {
                 };
                 working_set::manifest_support(m.shards, m.per_shard, entry, firsts)
             }
-            Data::KvChain(_) => {
-                let mut t = TouchedPages::new();
-                for &(offset, len) in &self.query_layout.spans {
-                    t.touch_bytes(offset, len);
-                }
-                t.pages()
-            }
+            Data::KvChain(_) => self.query_layout.support_pages,
             Data::Graph(g) => working_set::layout_pages(g.data_bytes()),
         }
     }
