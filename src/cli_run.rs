@@ -30,7 +30,8 @@ pub struct RunArgs {
     /// Default: engine, and cgroup at the large scale.
     #[arg(long)]
     budget_mode: Option<String>,
-    /// Drop each store's files from the OS page cache before each timed phase.
+    /// Before each timed phase, close each engine, drop its store's files from the OS page
+    /// cache and reopen it (a file the engine maps would keep its pages otherwise).
     #[arg(long)]
     cold: bool,
     /// Durability of writes: none, async (the seed report's setting) or sync.

@@ -724,6 +724,7 @@ mod tests {
             PoolConfig {
                 capacity_pages: 100_000,
                 scan_io: ScanIo::Paged,
+                fill_readaround_pages: 0,
             },
         );
         let root_id = loaded.root.expect("a root");

@@ -585,6 +585,7 @@ pub(in crate::btree) mod tests {
             let cfg = PoolConfig {
                 capacity_pages,
                 scan_io: ScanIo::Paged,
+                fill_readaround_pages: 0,
             };
             Fixture {
                 pool: Arc::new(BufferPool::new(storage.clone(), geo, cfg)),
@@ -1021,6 +1022,7 @@ pub(in crate::btree) mod tests {
         let cfg = PoolConfig {
             capacity_pages: 64,
             scan_io: ScanIo::Paged,
+            fill_readaround_pages: 0,
         };
         let cold = BufferPool::new(fx.storage.clone(), geo, cfg);
         let root = v.root.as_ref().expect("root").id();

@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::evict::{Evictor, Verdict};
@@ -42,6 +42,9 @@ pub struct PoolConfig {
     pub capacity_pages: usize,
     /// Read mode of the walker path.
     pub scan_io: ScanIo,
+    /// Pages a miss reads in one request while the whole data file fits in the pool and
+    /// the pool is still filling (see [`BufferPool::get`]); 0 or 1 reads only the page.
+    pub fill_readaround_pages: usize,
 }
 
 /// Pages resident in memory under a budget.
@@ -69,6 +72,14 @@ pub struct BufferPool {
     /// Buffers of evicted pages that no reader held, reused by the next misses instead of
     /// allocating (and zeroing) a new page buffer each time.
     spare: Mutex<Vec<Box<[u8]>>>,
+    /// Pages of a fill read-around window (0: off).
+    fill_pages: usize,
+    /// Pages the data file holds, as of opening and every write since (a lower bound
+    /// between a growth and its first write, which only delays read-around).
+    file_pages: AtomicU64,
+    /// Cleared for good once the pool first evicts or the file outgrows it: from then on a
+    /// miss reads only its page.
+    filling: AtomicBool,
 }
 
 /// Spare page buffers kept at most.
@@ -92,6 +103,8 @@ pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 impl BufferPool {
     /// A pool over `storage`.
     pub fn new(storage: Arc<dyn Storage>, geo: Geometry, cfg: PoolConfig) -> Self {
+        // Unknown length: read-around waits for the first write to learn it.
+        let file_pages = storage.len().unwrap_or(0) / geo.page_bytes() as u64;
         BufferPool {
             storage,
             geo,
@@ -106,6 +119,9 @@ impl BufferPool {
             writeback_latch: Mutex::new(()),
             writeback_failed: Mutex::new(None),
             spare: Mutex::new(Vec::with_capacity(SPARE_BUFFERS)),
+            fill_pages: cfg.fill_readaround_pages,
+            file_pages: AtomicU64::new(file_pages),
+            filling: AtomicBool::new(cfg.fill_readaround_pages > 1),
         }
     }
 
@@ -141,6 +157,11 @@ impl BufferPool {
     }
 
     /// Returns page `id`, reading it on a miss. Walks in full-frame mode read its frame.
+    /// While the whole data file fits in the pool and the pool has never evicted, a miss
+    /// reads the aligned window of `fill_readaround_pages` around the page and caches its
+    /// tree pages: every page read then stays, so its neighbours cost one sequential
+    /// request instead of a random read each later (the kernel's read-around gives an
+    /// mmap reader like LMDB the same). A file larger than the pool never reads around.
     #[inline]
     pub fn get(&self, id: PageId, access: Access) -> Result<Arc<Page>> {
         if let Some(p) = self.table.get(id) {
@@ -152,7 +173,79 @@ impl BufferPool {
         if access == Access::Walk && self.scan_io == ScanIo::FullFrame {
             return self.read_frame(id);
         }
+        if self.filling.load(Ordering::Relaxed) {
+            if let Some(p) = self.read_around(id)? {
+                return Ok(p);
+            }
+        }
         self.read_page(id)
+    }
+
+    /// The fill read-around of [`BufferPool::get`]; None when it does not apply (any more).
+    fn read_around(&self, id: PageId) -> Result<Option<Arc<Page>>> {
+        self.check_id(id)?;
+        let w = self.fill_pages as u64;
+        let file_pages = self.file_pages.load(Ordering::Acquire);
+        {
+            let ev = lock(&self.evictor);
+            let cap = ev.capacity() as u64;
+            if file_pages > cap || ev.resident as u64 + w > cap {
+                self.filling.store(false, Ordering::Relaxed);
+                return Ok(None);
+            }
+        }
+        let first = (id / w * w).max(2);
+        let end = (first - first % w + w).min(file_pages);
+        if id < first || id >= end || end - first < 2 {
+            return Ok(None);
+        }
+        // As with whole frames, the window's other pages belong to no snapshot this read
+        // holds: cached only if no write to the file overlapped the read.
+        let started = self.writes_started.load(Ordering::Acquire);
+        let quiet_before = self.writes_finished.load(Ordering::Acquire) == started;
+        let buf = self.read_pages(first, (end - first) as usize)?;
+        let ps = self.geo.page_bytes();
+        let mut loaded = Vec::with_capacity(buf.len() / ps);
+        for (j, chunk) in buf.chunks_exact(ps).enumerate() {
+            let pid = first + j as u64;
+            if pid != id && self.table.contains(pid) {
+                continue;
+            }
+            match self.load_image(pid, chunk.into()) {
+                Ok(page)
+                    if pid == id || matches!(page.kind(), PageKind::Leaf | PageKind::Inner) =>
+                {
+                    loaded.push(page)
+                }
+                Ok(_) => {}
+                Err(e) if pid == id => return Err(e),
+                Err(_) => {}
+            }
+        }
+        let mut wanted = None;
+        let mut ahead = 0u64;
+        {
+            let mut ev = lock(&self.evictor);
+            let quiet = quiet_before && self.writes_started.load(Ordering::Acquire) == started;
+            for page in loaded {
+                let pid = page.id();
+                if pid != id && !quiet {
+                    continue;
+                }
+                let (p, inserted) = self.table.insert_if_absent(Arc::new(page));
+                if inserted {
+                    ev.resident += 1;
+                    ev.admit(&p);
+                    ahead += u64::from(pid != id);
+                }
+                if pid == id {
+                    wanted = Some(p);
+                }
+            }
+            self.evict_locked(&mut ev);
+        }
+        self.counters.add(Counter::ReadaheadPages, ahead);
+        Ok(wanted)
     }
 
     /// True when `id` is resident.
@@ -423,6 +516,7 @@ impl BufferPool {
                 .write_at(page.bytes(), self.geo.offset(page.id()));
             self.writes_finished.fetch_add(1, Ordering::AcqRel);
             written?;
+            self.file_pages.fetch_max(page.id() + 1, Ordering::AcqRel);
             // A sealed image this process just wrote.
             self.table.set_known_good(page.id(), true);
             page.dirty.store(false, Ordering::Release);
@@ -466,6 +560,7 @@ impl BufferPool {
             }
             if self.table.remove_if(id, gen) {
                 ev.resident -= 1;
+                self.filling.store(false, Ordering::Relaxed);
                 self.counters.add(Counter::Evictions, 1);
                 if from_small {
                     ev.remember(id);
@@ -517,6 +612,8 @@ impl BufferPool {
         let written = self.storage.write_at(bytes, self.geo.offset(first));
         self.writes_finished.fetch_add(1, Ordering::AcqRel);
         written?;
+        self.file_pages
+            .fetch_max(first + (bytes.len() / ps) as u64, Ordering::AcqRel);
         for id in pages {
             self.table.set_known_good(id, true);
         }
@@ -628,6 +725,7 @@ pub(super) mod tests {
         let cfg = PoolConfig {
             capacity_pages: capacity,
             scan_io,
+            fill_readaround_pages: 0,
         };
         (BufferPool::new(storage.clone(), geo, cfg), storage)
     }
@@ -797,6 +895,7 @@ pub(super) mod tests {
         let cfg = PoolConfig {
             capacity_pages: 64,
             scan_io: ScanIo::Paged,
+            fill_readaround_pages: 0,
         };
         let fresh = BufferPool::new(storage.clone(), geo, cfg);
         for id in 2..14 {

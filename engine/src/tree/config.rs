@@ -37,6 +37,9 @@ pub const DEFAULT_FRAME_SIZE: u32 = 512 * 1024;
 pub const DEFAULT_CACHE_FRAMES: u64 = 512;
 /// Default readahead cap: 64 KiB.
 pub const DEFAULT_READAHEAD_BYTES: u32 = 64 * 1024;
+/// Default fill read-around window: 128 KiB, the kernel's usual read-around for a page
+/// fault on a mapped file.
+pub const DEFAULT_FILL_READAROUND_BYTES: u32 = 128 * 1024;
 /// Fewest pages a pool may hold.
 pub const MIN_CACHE_PAGES: u64 = 8;
 
@@ -62,6 +65,7 @@ pub struct TreeConfig {
     pub(crate) frame_size: u32,
     pub(crate) scan_io: ScanIo,
     pub(crate) readahead_bytes: u32,
+    pub(crate) fill_readaround_bytes: u32,
     pub(crate) durability: Durability,
     pub(crate) background_checkpoints: bool,
     pub(crate) checkpoint_interval: Duration,
@@ -80,6 +84,7 @@ impl TreeConfig {
             frame_size: DEFAULT_FRAME_SIZE,
             scan_io: ScanIo::Paged,
             readahead_bytes: DEFAULT_READAHEAD_BYTES,
+            fill_readaround_bytes: DEFAULT_FILL_READAROUND_BYTES,
             durability: Durability::Wal { sync: false },
             background_checkpoints: true,
             checkpoint_interval: DEFAULT_CHECKPOINT_INTERVAL,
@@ -113,6 +118,10 @@ impl TreeConfig {
         scan_io(mode: ScanIo) => scan_io = mode;
         /// Largest readahead request of a sequential scan, in bytes (0 disables readahead).
         readahead_bytes(bytes: u32) => readahead_bytes = bytes;
+        /// While the whole data file fits in the pool and the pool has not yet evicted, a
+        /// page miss reads the aligned window of this many bytes around the page (default
+        /// 128 KiB; 0 reads only the page): a store that fits warms at sequential speed.
+        fill_readaround_bytes(bytes: u32) => fill_readaround_bytes = bytes;
     }
 
     /// The tree's directory.

@@ -174,6 +174,7 @@ pub fn open(cfg: &TreeConfig) -> Result<Opened, OpenError> {
         PoolConfig {
             capacity_pages: capacity_pages(cfg, geo)?,
             scan_io: cfg.scan_io,
+            fill_readaround_pages: cfg.fill_readaround_bytes as usize / geo.page_bytes(),
         },
     ));
     let freelist = read_freelist(&pool, &sb, &data)?;
@@ -246,6 +247,7 @@ fn create(
         PoolConfig {
             capacity_pages: capacity,
             scan_io: cfg.scan_io,
+            fill_readaround_pages: cfg.fill_readaround_bytes as usize / geo.page_bytes(),
         },
     ));
     Ok(Opened {

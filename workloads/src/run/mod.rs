@@ -561,26 +561,34 @@ pub fn counts(o: &RunOptions, w: Workload) -> (u64, u64) {
     }
 }
 
-/// Sets up a timed phase: with `--cold` or in cgroup mode the store's files leave the OS
-/// page cache; in cgroup mode the process enters the memory cgroup and the engine is
-/// reopened inside it, so that its own cache is allocated (and charged) there too: every
-/// engine then has budget + overhead for everything, its own cache and the page cache.
-/// PostgreSQL's server runs in its own processes, outside the cgroup (docs/fairness.md).
+/// Sets up a timed phase: with `--cold` or in cgroup mode the engine is closed (its own
+/// cache freed, its memory maps gone: the kernel keeps a mapped page through
+/// posix_fadvise DONTNEED, which left LMDB's and this engine's files warm from the phase
+/// before), the store's files leave the OS page cache and the engine is reopened; in
+/// cgroup mode the process enters the memory cgroup first, so that the reopened engine's
+/// cache is allocated (and charged) there too: every engine then has budget + overhead
+/// for everything, its own cache and the page cache. PostgreSQL's server runs in its own
+/// processes, outside the cgroup, and is not reopened (docs/fairness.md).
 fn enter_budget(o: &RunOptions, s: &mut Session) -> Result<Option<CgroupGuard>, RunError> {
-    if o.cold || o.budget_mode == BudgetMode::Cgroup {
+    let cold = o.cold || o.budget_mode == BudgetMode::Cgroup;
+    let reopens = cold && s.kind() != EngineKind::Postgres;
+    if reopens {
+        s.close();
+    }
+    if cold {
         drop_from_page_cache(&s.dir).map_err(|source| RunError::WorkDir {
             path: s.dir.clone(),
             source,
         })?;
     }
-    match o.budget_mode {
-        BudgetMode::Engine => Ok(None),
-        BudgetMode::Cgroup => {
-            let guard = CgroupGuard::enter(o.scale.budget_bytes + CGROUP_OVERHEAD_BYTES)?;
-            if s.kind() != EngineKind::Postgres {
-                s.reopen(o)?;
-            }
-            Ok(Some(guard))
-        }
+    let guard = match o.budget_mode {
+        BudgetMode::Engine => None,
+        BudgetMode::Cgroup => Some(CgroupGuard::enter(
+            o.scale.budget_bytes + CGROUP_OVERHEAD_BYTES,
+        )?),
+    };
+    if reopens {
+        s.reopen(o)?;
     }
+    Ok(guard)
 }

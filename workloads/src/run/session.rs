@@ -377,11 +377,18 @@ impl Session {
         }
     }
 
+    /// Closes the engine: its cache is freed and its memory maps are gone, so that the
+    /// OS can drop its files' pages (a mapped page survives posix_fadvise DONTNEED). The
+    /// next operation fails with [`RunError::Closed`] until [`Session::reopen`].
+    pub fn close(&mut self) {
+        self.engine = None;
+    }
+
     /// Closes the engine and opens it again on the same files, so that its own cache
     /// starts empty: what the gate's cold-pool counters need.
     pub fn reopen(&mut self, o: &RunOptions) -> Result<(), RunError> {
         // Engines lock their directory: the old handle must be gone before the new opens.
-        self.engine = None;
+        self.close();
         let engine = open_engine(
             o,
             self.kind,
