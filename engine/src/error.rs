@@ -161,7 +161,7 @@ pub enum OpenError {
         file: PathBuf,
         /// Format version recorded in the file.
         found: u32,
-        /// The format version this build reads and writes.
+        /// The oldest format version this build reads.
         supported: u32,
     },
 

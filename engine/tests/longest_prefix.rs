@@ -195,3 +195,67 @@ fn a_cold_lookup_reads_at_most_twice_the_height() -> TestResult {
     }
     Ok(())
 }
+
+#[test]
+fn a_cold_general_lookup_of_a_miss_reads_one_path() -> TestResult {
+    // The key-length set (kept in the superblock, so it survives the reopen) holds only
+    // the chains' level lengths: a miss's common prefix with its predecessor, a partial
+    // segment under the root, is shorter than every key, so the lookup ends in the leaf
+    // it first reads instead of checking the predecessor of each shorter prefix.
+    let dir = tempfile::tempdir()?;
+    let mut rng = seeded(43);
+    let (model, _) = chains(&mut rng, 4000);
+    {
+        let tree = Tree::open(TreeConfig::new(dir.path()).cache_bytes(16 * 4096))?;
+        tree.bulk_load(model.iter())?;
+    }
+    for _ in 0..20 {
+        let q = stray_query(&mut rng);
+        let tree = Tree::open(
+            TreeConfig::new(dir.path())
+                .cache_bytes(16 * 4096)
+                .fill_readaround_bytes(0),
+        )?;
+        let height = u64::from(tree.snapshot().height());
+        let before = tree.metrics();
+        let got = tree.longest_prefix_record(&q)?;
+        let used = tree.metrics().since(&before);
+        assert_eq!(got, model_lpm(&model, &q));
+        assert!(
+            used.bm_pages_read < height,
+            "miss {} read {} pages, height {height} (root resident)",
+            String::from_utf8_lossy(&q),
+            used.bm_pages_read
+        );
+    }
+    Ok(())
+}
+
+#[test]
+fn keys_of_new_lengths_written_after_a_load_are_found() -> TestResult {
+    // Puts after the bulk load add their lengths; a delete keeps its length's bit.
+    let dir = tempfile::tempdir()?;
+    let mut rng = seeded(44);
+    let (mut model, chains) = chains(&mut rng, 300);
+    let tree = Tree::open(TreeConfig::new(dir.path()).cache_bytes(16 * 4096))?;
+    tree.bulk_load(model.iter())?;
+    let odd = |levels: &Chain, cut: usize| levels[levels.len() / 2][..cut].to_vec();
+    for (c, levels) in chains.iter().enumerate().step_by(7) {
+        let k = odd(levels, 14 + c % 9);
+        tree.put(&k, b"odd")?;
+        model.insert(k, b"odd".to_vec());
+        let gone = levels[1].clone();
+        tree.delete(&gone)?;
+        model.remove(&gone);
+    }
+    drop(tree);
+    let tree = Tree::open(TreeConfig::new(dir.path()).cache_bytes(16 * 4096))?;
+    for (c, levels) in chains.iter().enumerate() {
+        let mut q = levels.last().ok_or("empty chain")?.clone();
+        q.extend_from_slice(b"/0000");
+        for q in [q, odd(levels, 14 + c % 9), levels[1].clone()] {
+            assert_eq!(tree.longest_prefix_record(&q)?, model_lpm(&model, &q));
+        }
+    }
+    Ok(())
+}

@@ -8,7 +8,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use aimeta_engine::storage::{FaultPlan, FaultyOpener, FileOpener};
-use aimeta_engine::testing::{Superblock, FORMAT_VERSION};
+use aimeta_engine::testing::{Superblock, FORMAT_VERSION, META_LEN};
 use aimeta_engine::{Durability, OpenError, Tree, TreeConfig};
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
@@ -59,12 +59,12 @@ fn a_newer_version_in_either_superblock_copy_refuses_the_open_and_writes_nothing
         let path = dir.path().join("data.aimkv");
         let mut bytes = std::fs::read(&path)?;
         let at = slot * 4096;
-        let sb = Superblock::decode(&bytes[at..at + 128]).map_err(|e| e.to_string())?;
+        let sb = Superblock::decode(&bytes[at..at + META_LEN]).map_err(|e| e.to_string())?;
         Superblock {
             version: FORMAT_VERSION + 1,
             ..sb
         }
-        .encode(&mut bytes[at..at + 128]);
+        .encode(&mut bytes[at..at + META_LEN]);
         std::fs::write(&path, &bytes)?;
         let before = files(dir.path())?;
 

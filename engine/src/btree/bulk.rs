@@ -7,7 +7,7 @@ use super::limits::{check_key, check_value};
 use super::split::shortest_separator;
 use crate::error::{Error, Result};
 use crate::frame::Allocator;
-use crate::page::encode_overflow_run;
+use crate::page::{encode_overflow_run, KeyLengths};
 use crate::page::{
     lcp, overflow_pages_for, seal, value_fits_inline, InnerNode, LeafEntry, LeafNode, LeafSizer,
     PageId, Value, INNER_FIXED,
@@ -23,6 +23,8 @@ pub struct Loaded {
     pub height: u32,
     /// Entries loaded.
     pub entries: u64,
+    /// The lengths of the keys loaded.
+    pub key_lengths: KeyLengths,
 }
 
 /// Buffers adjacent page images and writes them in frame-sized requests.
@@ -87,6 +89,7 @@ where
     let mut entries: Vec<LeafEntry> = Vec::new();
     let mut run = LeafSizer::default();
     let mut total = 0u64;
+    let mut key_lengths = KeyLengths::empty();
     let mut prev_last: Option<Vec<u8>> = None;
 
     let flush_leaf = |entries: &mut Vec<LeafEntry>,
@@ -151,6 +154,7 @@ where
             key: k.to_vec(),
             value,
         });
+        key_lengths.insert(k.len());
         total += 1;
     }
     flush_leaf(&mut entries, &mut w, alloc, &mut prev_last, &mut level)?;
@@ -160,6 +164,7 @@ where
             root: None,
             height: 0,
             entries: 0,
+            key_lengths,
         });
     }
     let mut height = 1;
@@ -173,6 +178,7 @@ where
         root: Some(level[0].id),
         height,
         entries: total,
+        key_lengths,
     })
 }
 

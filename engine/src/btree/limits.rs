@@ -29,6 +29,8 @@ pub const MAX_KEY_LEN: usize = {
 // The KV-cache trace's longest path key is 1,740 bytes ("kv/llama70b" and 247 segments of
 // 7 bytes), and the layout's fields hold lengths in u16.
 const _: () = assert!(MAX_KEY_LEN >= 1800 && MAX_KEY_LEN <= u16::MAX as usize);
+// Every key length has its bit in the key-length set.
+const _: () = assert!(MAX_KEY_LEN < crate::page::KEY_LENGTH_BITS);
 /// Largest value accepted (stored through overflow pages beyond the inline limit).
 pub const MAX_VALUE_LEN: usize = 64 * 1024 * 1024;
 

@@ -7,9 +7,13 @@
 //! cost a binary search in a page already held. When the leaf holding `q` has no key
 //! `<= q`, the predecessor lies in an earlier leaf below the leaf's lower fence `F`, and
 //! `lcp(pred, q) <= lcp(F, q)`; the loop continues from that bound without reading the
-//! earlier leaf, which may hold nothing of use. Correct on any key set, unlike bisecting
-//! over candidate lengths with point gets, which needs every prefix of a stored key to be
-//! stored too.
+//! earlier leaf, which may hold nothing of use. Every candidate length is snapped down to
+//! one in the version's key-length set (a superset of its keys' lengths): on path keys of
+//! fixed-width segments a round goes from the predecessor's common prefix straight to the
+//! level below it, and a miss whose common prefix is shorter than every key ends at once,
+//! where checking the predecessor of each shorter prefix would read another leaf each.
+//! Correct on any key set, unlike bisecting over candidate lengths with point gets, which
+//! needs every prefix of a stored key to be stored too.
 
 use std::cmp::Ordering;
 use std::sync::Arc;
@@ -86,8 +90,9 @@ pub fn longest_prefix_in<R>(
     let Some(root) = &v.root else {
         return Ok(None);
     };
-    // The longest allowed candidate length <= n.
-    let snap = |n: usize| match boundary {
+    // The longest allowed candidate length <= n: one some stored key has (the version's
+    // key-length set) and, with a boundary, one the query continues with it.
+    let at_boundary = |n: usize| match boundary {
         None => n,
         Some(_) if n == query.len() => n,
         Some(d) => query[..=n.min(query.len() - 1)]
@@ -95,9 +100,19 @@ pub fn longest_prefix_in<R>(
             .rposition(|&b| b == d)
             .unwrap_or(0),
     };
+    let snap = |mut n: usize| loop {
+        let Some(l) = v.key_lengths.floor(n) else {
+            return 0;
+        };
+        let b = at_boundary(l);
+        if b == l {
+            return l;
+        }
+        n = b;
+    };
     let mut held: Option<(Held<'_>, Option<(Held<'_>, usize)>)> = None;
     let mut fresh = true;
-    let mut len = query.len();
+    let mut len = snap(query.len());
     while len > 0 {
         let q = &query[..len];
         // The leaf's range is [fence, upper): `q` is below the upper bound because it is

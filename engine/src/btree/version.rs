@@ -3,6 +3,7 @@
 use std::sync::{Arc, OnceLock};
 
 use crate::error::Result;
+use crate::page::KeyLengths;
 use crate::pool::Page;
 
 /// The tree as of one commit. Readers hold it for the life of a snapshot; its root page
@@ -17,6 +18,8 @@ pub struct Version {
     pub height: u32,
     /// Entries in the tree.
     pub entries: u64,
+    /// A superset of the lengths of its keys (every length unless told otherwise).
+    pub key_lengths: KeyLengths,
     /// The smallest key, found on first use (None: the tree holds no key).
     first_key: OnceLock<Option<Box<[u8]>>>,
 }
@@ -29,13 +32,20 @@ impl Version {
             root,
             height,
             entries,
+            key_lengths: KeyLengths::all(),
             first_key: OnceLock::new(),
         }
     }
 
+    /// The version with `key_lengths` as its key-length set.
+    pub fn with_key_lengths(mut self, key_lengths: KeyLengths) -> Self {
+        self.key_lengths = key_lengths;
+        self
+    }
+
     /// The empty tree as of commit `seq`.
     pub fn empty(seq: u64) -> Self {
-        Version::new(seq, None, 0, 0)
+        Version::new(seq, None, 0, 0).with_key_lengths(KeyLengths::empty())
     }
 
     /// The smallest key, computed by `compute` the first time it is asked for and then

@@ -12,7 +12,7 @@ use super::read::{expect_kind, read_value};
 use super::split::{cut_points, leaf_cut_points, shortest_separator};
 use crate::error::{Error, Result};
 use crate::frame::Allocator;
-use crate::page::{decode_overflow_run, encode_overflow_run};
+use crate::page::{decode_overflow_run, encode_overflow_run, KeyLengths};
 use crate::page::{
     overflow_pages_for, value_fits_inline, InnerNode, InnerView, LeafEntry, LeafNode, LeafView,
     PageHeader, PageId, Value, ValueCell, INNER_FIXED,
@@ -105,6 +105,8 @@ pub struct WriteTxn<'a> {
     frees: Vec<Freed>,
     /// The mutations applied, encoded for the log (when logging).
     log: Option<(u32, Vec<u8>)>,
+    /// The lengths of the keys put, for the new version's key-length set.
+    put_lengths: KeyLengths,
 }
 
 /// What a committed transaction produced.
@@ -116,6 +118,9 @@ pub struct Committed {
     pub height: u32,
     /// New entry count.
     pub entries: u64,
+    /// The lengths of the keys the transaction put (the new version's key-length set is
+    /// the old one's with these).
+    pub put_lengths: KeyLengths,
 }
 
 impl<'a> WriteTxn<'a> {
@@ -143,6 +148,7 @@ impl<'a> WriteTxn<'a> {
             overflow: HashMap::new(),
             frees: Vec::new(),
             log: None,
+            put_lengths: KeyLengths::empty(),
         }
     }
 
@@ -532,6 +538,7 @@ impl<'a> WriteTxn<'a> {
             root,
             height: self.height,
             entries: self.entries,
+            put_lengths: self.put_lengths,
         })
     }
 }

@@ -5,9 +5,9 @@
 //!
 //! | offset | size | field                                             | constant            |
 //! |--------|------|---------------------------------------------------|---------------------|
-//! | 0      | 4    | crc32c of bytes 4..128                            | `CHECKSUM_AT`       |
+//! | 0      | 4    | crc32c of bytes 4..384 (4..128 in version 2)      | `CHECKSUM_AT`       |
 //! | 4      | 8    | magic `AIMETAKV`                                  | `MAGIC_AT`          |
-//! | 12     | 4    | format version (`FORMAT_VERSION`, 2)              | `VERSION_AT`        |
+//! | 12     | 4    | format version (`FORMAT_VERSION`, 3)              | `VERSION_AT`        |
 //! | 16     | 4    | page size in bytes                                | `PAGE_SIZE_AT`      |
 //! | 20     | 4    | frame size in bytes                               | `FRAME_SIZE_AT`     |
 //! | 24     | 8    | checkpoint sequence (the commit it captured)      | `SEQ_AT`            |
@@ -22,20 +22,27 @@
 //! | 88     | 8    | first commit the log replays (sequence + 1)       | `LOG_START_AT`      |
 //! | 96     | 8    | checkpoint generation (+1 at every checkpoint)    | `GENERATION_AT`     |
 //! | 104    | 24   | reserved, 0                                       |                     |
+//! | 128    | 256  | key-length set (`key_lengths`; not in version 2)  | `KEY_LENGTHS_AT`    |
 //!
-//! `META_LEN` = 128 bytes are checksummed; the rest of the page is zero.
+//! `META_LEN` = 384 bytes are checksummed; the rest of the page is zero. A version-2 copy
+//! (128 bytes, no key-length set) is read as a tree whose key lengths are unknown, and
+//! the next checkpoint writes version 3.
 
 use std::mem::size_of;
 
 use super::header::{read_u32, read_u64, write_u32, write_u64};
+use super::key_lengths::{KeyLengths, KEY_LENGTHS_BYTES};
 use super::PageId;
 
 /// The magic number at offset 4.
 pub const MAGIC: [u8; 8] = *b"AIMETAKV";
-/// The format version this build writes and the only one it reads. Version 2 front-codes
+/// The format version this build writes. Version 3 adds the key-length set to the
+/// superblock; version 2 files are read (their key lengths unknown). Version 2 front-codes
 /// the keys of leaf pages (version 1 stored each key's whole suffix after the page
 /// prefix), so a version-1 file is refused rather than misread.
-pub const FORMAT_VERSION: u32 = 2;
+pub const FORMAT_VERSION: u32 = 3;
+/// The oldest format version this build reads.
+pub const OLDEST_READ_VERSION: u32 = 2;
 
 const CHECKSUM_AT: usize = 0;
 const MAGIC_AT: usize = CHECKSUM_AT + size_of::<u32>();
@@ -53,9 +60,12 @@ const FREELIST_PAGES_AT: usize = FREELIST_AT + size_of::<u64>();
 const FREE_PAGES_AT: usize = FREELIST_PAGES_AT + size_of::<u64>();
 const LOG_START_AT: usize = FREE_PAGES_AT + size_of::<u64>();
 const GENERATION_AT: usize = LOG_START_AT + size_of::<u64>();
+/// Bytes of a version-2 copy's fields (its checksum covers `CHECKSUM_AT + 4..` this).
+const V2_LEN: usize = 128;
+const _: () = assert!(GENERATION_AT + size_of::<u64>() <= V2_LEN);
+const KEY_LENGTHS_AT: usize = V2_LEN;
 /// Bytes of a superblock copy covered by its checksum: the fields, then reserved zeros.
-pub const META_LEN: usize = 128;
-const _: () = assert!(GENERATION_AT + size_of::<u64>() <= META_LEN);
+pub const META_LEN: usize = KEY_LENGTHS_AT + KEY_LENGTHS_BYTES;
 
 /// One decoded superblock copy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -88,6 +98,8 @@ pub struct Superblock {
     pub log_start: u64,
     /// Checkpoint generation: the copy with the higher one is the newer.
     pub generation: u64,
+    /// Every key length the checkpointed tree may hold (all, for a version-2 copy).
+    pub key_lengths: KeyLengths,
 }
 
 /// Why a superblock copy was rejected.
@@ -126,7 +138,8 @@ impl std::fmt::Display for MetaReject {
 }
 
 impl Superblock {
-    /// Encodes the copy into the first `META_LEN` bytes of `out`, checksum included.
+    /// Encodes the copy into the first `META_LEN` bytes of `out`, checksum included (a
+    /// copy whose `version` is 2 in that version's layout, for tests of the upgrade).
     pub fn encode(&self, out: &mut [u8]) {
         out[..META_LEN].fill(0);
         out[MAGIC_AT..MAGIC_AT + MAGIC.len()].copy_from_slice(&MAGIC);
@@ -134,7 +147,13 @@ impl Superblock {
         write_u32(out, PAGE_SIZE_AT, self.page_size);
         write_u32(out, FRAME_SIZE_AT, self.frame_size);
         self.encode_checkpoint(out);
-        let sum = crc32c::crc32c(&out[MAGIC_AT..META_LEN]);
+        let len = if self.version == 2 {
+            V2_LEN
+        } else {
+            self.key_lengths.encode(&mut out[KEY_LENGTHS_AT..]);
+            META_LEN
+        };
+        let sum = crc32c::crc32c(&out[MAGIC_AT..len]);
         write_u32(out, CHECKSUM_AT, sum);
     }
 
@@ -161,18 +180,27 @@ impl Superblock {
         if magic != MAGIC {
             return Err(MetaReject::BadMagic(magic));
         }
+        // The checksummed length depends on the version, read before it is verified: a
+        // damaged version word then fails the checksum of either length.
+        let claimed = read_u32(buf, VERSION_AT);
+        let len = if claimed == 2 { V2_LEN } else { META_LEN };
         let stored = read_u32(buf, CHECKSUM_AT);
-        let computed = crc32c::crc32c(&buf[MAGIC_AT..META_LEN]);
+        let computed = crc32c::crc32c(&buf[MAGIC_AT..len]);
         if stored != computed {
             return Err(MetaReject::Checksum { stored, computed });
         }
-        let version = read_u32(buf, VERSION_AT);
+        let version = claimed;
         if version > FORMAT_VERSION {
             return Err(MetaReject::TooNew(version));
         }
-        if version < FORMAT_VERSION {
+        if version < OLDEST_READ_VERSION {
             return Err(MetaReject::TooOld(version));
         }
+        let key_lengths = if version == 2 {
+            KeyLengths::all()
+        } else {
+            KeyLengths::decode(&buf[KEY_LENGTHS_AT..])
+        };
         Ok(Superblock {
             version,
             page_size: read_u32(buf, PAGE_SIZE_AT),
@@ -187,6 +215,7 @@ impl Superblock {
             free_pages: read_u64(buf, FREE_PAGES_AT),
             log_start: read_u64(buf, LOG_START_AT),
             generation: read_u64(buf, GENERATION_AT),
+            key_lengths,
         })
     }
 }
@@ -212,7 +241,8 @@ mod tests {
             (PAGE_COUNT_AT, FREELIST_AT, FREELIST_PAGES_AT, FREE_PAGES_AT),
             (56, 64, 72, 80)
         );
-        assert_eq!((LOG_START_AT, GENERATION_AT, META_LEN), (88, 96, 128));
+        assert_eq!((LOG_START_AT, GENERATION_AT, V2_LEN), (88, 96, 128));
+        assert_eq!((KEY_LENGTHS_AT, META_LEN), (128, 384));
         assert_eq!(MAGIC_AT - CHECKSUM_AT, size_of::<u32>());
         assert_eq!(
             ENTRIES_AT - HEIGHT_AT,
@@ -230,7 +260,9 @@ mod tests {
         for (index, at) in [24, 32, 48, 56, 64, 72, 80, 88, 96].into_iter().enumerate() {
             copy[at..at + 8].copy_from_slice(&(0x11 + index as u64).to_le_bytes());
         }
-        let crc = crc32c::crc32c(&copy[4..128]);
+        copy[128] = 1 << 3; // length 3
+        copy[128 + 255] = 0x80; // length 2047
+        let crc = crc32c::crc32c(&copy[4..384]);
         copy[0..4].copy_from_slice(&crc.to_le_bytes());
         let decoded = Superblock::decode(&copy).expect("valid copy");
         assert_eq!(
@@ -253,6 +285,8 @@ mod tests {
             ],
             [0x13, 0x14, 0x15, 0x16, 0x17, 0x18, 0x19]
         );
+        assert_eq!(decoded.key_lengths.floor(2046), Some(3));
+        assert_eq!(decoded.key_lengths.floor(2047), Some(2047));
         let mut encoded = vec![0xEEu8; 4096];
         decoded.encode(&mut encoded);
         assert_eq!(&encoded[..META_LEN], &copy[..META_LEN]);
@@ -275,10 +309,27 @@ mod tests {
             free_pages: 0,
             log_start: 0,
             generation: 4,
+            key_lengths: {
+                let mut k = KeyLengths::empty();
+                k.insert(29);
+                k
+            },
         };
         let mut buf = vec![0u8; 4096];
         sb.encode(&mut buf);
         assert_eq!(Superblock::decode(&buf), Ok(sb));
+        // A version-2 copy: 128 bytes checksummed, key lengths unknown.
+        let v2 = Superblock { version: 2, ..sb };
+        let mut old = vec![0u8; 4096];
+        v2.encode(&mut old);
+        assert!(old[128..384].iter().all(|&b| b == 0));
+        assert_eq!(
+            Superblock::decode(&old),
+            Ok(Superblock {
+                key_lengths: KeyLengths::all(),
+                ..v2
+            })
+        );
         buf[40] ^= 1;
         assert!(matches!(
             Superblock::decode(&buf),
@@ -293,15 +344,9 @@ mod tests {
             Superblock::decode(&buf),
             Err(MetaReject::TooNew(FORMAT_VERSION + 1))
         );
-        let older = Superblock {
-            version: FORMAT_VERSION - 1,
-            ..sb
-        };
+        let older = Superblock { version: 1, ..sb };
         older.encode(&mut buf);
-        assert_eq!(
-            Superblock::decode(&buf),
-            Err(MetaReject::TooOld(FORMAT_VERSION - 1))
-        );
+        assert_eq!(Superblock::decode(&buf), Err(MetaReject::TooOld(1)));
         buf[4] = b'X';
         assert!(matches!(
             Superblock::decode(&buf),

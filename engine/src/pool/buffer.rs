@@ -69,9 +69,12 @@ pub struct BufferPool {
     /// ratios measured 2 to 4 % slower with it; docs/performance.md).
     writeback_latch: Mutex<()>,
     writeback_failed: Mutex<Option<String>>,
-    /// Buffers of evicted pages that no reader held, reused by the next misses instead of
-    /// allocating (and zeroing) a new page buffer each time.
-    spare: Mutex<Vec<Box<[u8]>>>,
+    /// Evicted pages that no reader held (each `Arc` unique), reused whole by the next
+    /// misses: a miss on a full pool allocates nothing, neither the page's buffer nor its
+    /// `Arc`.
+    spare: Mutex<Vec<Arc<Page>>>,
+    /// The buffer a scan's readahead request is read into (kept between requests).
+    scratch: Mutex<Vec<u8>>,
     /// Pages of a fill read-around window (0: off).
     fill_pages: usize,
     /// Pages the data file holds, as of opening and every write since (a lower bound
@@ -82,8 +85,8 @@ pub struct BufferPool {
     filling: AtomicBool,
 }
 
-/// Spare page buffers kept at most.
-const SPARE_BUFFERS: usize = 16;
+/// Spare pages kept at most.
+const SPARE_PAGES: usize = 16;
 
 impl std::fmt::Debug for BufferPool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -118,7 +121,8 @@ impl BufferPool {
             writes_finished: AtomicU64::new(0),
             writeback_latch: Mutex::new(()),
             writeback_failed: Mutex::new(None),
-            spare: Mutex::new(Vec::with_capacity(SPARE_BUFFERS)),
+            spare: Mutex::new(Vec::with_capacity(SPARE_PAGES)),
+            scratch: Mutex::new(Vec::new()),
             fill_pages: cfg.fill_readaround_pages,
             file_pages: AtomicU64::new(file_pages),
             filling: AtomicBool::new(cfg.fill_readaround_pages > 1),
@@ -270,18 +274,24 @@ impl BufferPool {
         self.next_gen.fetch_add(1, Ordering::Relaxed)
     }
 
-    /// Verifies a page image read from disk and wraps it. An image this process has
+    /// Verifies a page image read from disk and wraps it.
+    fn load_image(&self, id: PageId, buf: Box<[u8]>) -> Result<Page> {
+        let h = self.header_of(id, &buf)?;
+        Ok(Page::new(id, h.kind, h.txn, self.gen(), buf, false))
+    }
+
+    /// The header of an image read from place `id`, verified. An image this process has
     /// already verified (or written) since its last write is only parsed: the page cache
     /// hands back the bytes that passed.
-    fn load_image(&self, id: PageId, buf: Box<[u8]>) -> Result<Page> {
+    fn header_of(&self, id: PageId, buf: &[u8]) -> Result<PageHeader> {
         if self.table.is_known_good(id) {
-            if let Some(h) = PageHeader::read(&buf) {
-                return Ok(Page::new(id, h.kind, h.txn, self.gen(), buf, false));
+            if let Some(h) = PageHeader::read(buf) {
+                return Ok(h);
             }
         }
-        let h = self.verify_image(id, &buf)?;
+        let h = self.verify_image(id, buf)?;
         self.table.set_known_good(id, true);
-        Ok(Page::new(id, h.kind, h.txn, self.gen(), buf, false))
+        Ok(h)
     }
 
     /// Verifies an image read from place `id`: checksum, page number, kind, and the
@@ -302,15 +312,28 @@ impl BufferPool {
     fn read_page(&self, id: PageId) -> Result<Arc<Page>> {
         self.check_id(id)?;
         let ps = self.geo.page_bytes();
-        // A spare buffer holds an old image; the read overwrites all of it or fails.
-        let mut buf = match lock(&self.spare).pop() {
-            Some(b) => b,
-            None => vec![0u8; ps].into_boxed_slice(),
+        let offset = self.geo.offset(id);
+        let mut spare = lock(&self.spare).pop();
+        let page = match spare.as_mut().and_then(Arc::get_mut) {
+            // A spare page holds an old image; the read overwrites all of it or fails.
+            Some(page) => {
+                self.storage.read_at(page.buf_mut(), offset)?;
+                let h = self.header_of(id, page.bytes())?;
+                page.reuse(id, h.kind, h.txn, self.gen());
+                spare.take()
+            }
+            None => None,
         };
-        self.storage.read_at(&mut buf, self.geo.offset(id))?;
+        let page = match page {
+            Some(page) => page,
+            None => {
+                let mut buf = vec![0u8; ps].into_boxed_slice();
+                self.storage.read_at(&mut buf, offset)?;
+                Arc::new(self.load_image(id, buf)?)
+            }
+        };
         self.counters.add(Counter::BytesRead, ps as u64);
         self.counters.add(Counter::PagesRead, 1);
-        let page = self.load_image(id, buf)?;
         Ok(self.admit(page).0)
     }
 
@@ -405,7 +428,15 @@ impl BufferPool {
         if n == 0 {
             return Ok(0);
         }
-        let buf = self.read_pages(first, n)?;
+        // The request goes into the pool's scratch buffer when no other readahead holds
+        // it, and each page into a spare page: a scan on a full pool allocates nothing.
+        let mut scratch = self.scratch.try_lock().ok();
+        let mut own = Vec::new();
+        let buf = match scratch.as_deref_mut() {
+            Some(s) => s,
+            None => &mut own,
+        };
+        self.read_pages_into(first, n, buf)?;
         let ps = self.geo.page_bytes();
         let mut added = 0;
         for (j, chunk) in buf.chunks_exact(ps).enumerate() {
@@ -413,10 +444,30 @@ impl BufferPool {
             if self.table.contains(pid) {
                 continue;
             }
-            if let Ok(page) = self.load_image(pid, chunk.into()) {
-                if self.admit(page).1 {
-                    added += 1;
+            let Ok(h) = self.header_of(pid, chunk) else {
+                continue;
+            };
+            let mut spare = lock(&self.spare).pop();
+            let page = match spare.as_mut().and_then(Arc::get_mut) {
+                Some(page) => {
+                    page.buf_mut().copy_from_slice(chunk);
+                    page.reuse(pid, h.kind, h.txn, self.gen());
+                    spare.take()
                 }
+                None => None,
+            };
+            let page = page.unwrap_or_else(|| {
+                Arc::new(Page::new(
+                    pid,
+                    h.kind,
+                    h.txn,
+                    self.gen(),
+                    chunk.into(),
+                    false,
+                ))
+            });
+            if self.admit(page).1 {
+                added += 1;
             }
         }
         self.counters.add(Counter::ReadaheadPages, added as u64);
@@ -426,17 +477,31 @@ impl BufferPool {
     /// Reads `n` contiguous pages from `first` in one request, bypassing the cache, and
     /// counts the bytes and pages read (readahead and overflow runs).
     fn read_pages(&self, first: PageId, n: usize) -> Result<Vec<u8>> {
-        self.check_id(first)?;
-        let mut buf = vec![0u8; n * self.geo.page_bytes()];
-        self.storage.read_at(&mut buf, self.geo.offset(first))?;
-        self.counters.add(Counter::BytesRead, buf.len() as u64);
-        self.counters.add(Counter::PagesRead, n as u64);
+        let mut buf = Vec::new();
+        self.read_pages_into(first, n, &mut buf)?;
         Ok(buf)
     }
 
+    /// [`BufferPool::read_pages`] into `buf`, cut or grown to the `n` pages (its old
+    /// bytes are overwritten by the read, so growing allocates zeroed memory rather than
+    /// filling a byte at a time).
+    fn read_pages_into(&self, first: PageId, n: usize, buf: &mut Vec<u8>) -> Result<()> {
+        self.check_id(first)?;
+        let want = n * self.geo.page_bytes();
+        if buf.len() >= want {
+            buf.truncate(want);
+        } else {
+            *buf = vec![0u8; want];
+        }
+        self.storage.read_at(buf, self.geo.offset(first))?;
+        self.counters.add(Counter::BytesRead, buf.len() as u64);
+        self.counters.add(Counter::PagesRead, n as u64);
+        Ok(())
+    }
+
     /// Makes `page` resident unless another thread was first; evicts to stay in budget.
-    fn admit(&self, page: Page) -> (Arc<Page>, bool) {
-        let (winner, inserted) = self.table.insert_if_absent(Arc::new(page));
+    fn admit(&self, page: Arc<Page>) -> (Arc<Page>, bool) {
+        let (winner, inserted) = self.table.insert_if_absent(page);
         if inserted {
             let mut ev = lock(&self.evictor);
             ev.resident += 1;
@@ -570,16 +635,14 @@ impl BufferPool {
         }
     }
 
-    /// Keeps the buffer of an evicted page for the next miss when no reader holds the
-    /// page any more (a reader that still does frees it when it lets go).
-    fn recycle(&self, page: Arc<Page>) {
-        if let Some(p) = Arc::into_inner(page) {
-            let buf = p.into_buf();
-            if buf.len() == self.geo.page_bytes() {
-                let mut spare = lock(&self.spare);
-                if spare.len() < SPARE_BUFFERS {
-                    spare.push(buf);
-                }
+    /// Keeps an evicted page for the next miss when no reader holds it any more (a reader
+    /// that still does frees it when it lets go).
+    fn recycle(&self, mut page: Arc<Page>) {
+        let ps = self.geo.page_bytes();
+        if Arc::get_mut(&mut page).is_some_and(|p| p.bytes().len() == ps) {
+            let mut spare = lock(&self.spare);
+            if spare.len() < SPARE_PAGES {
+                spare.push(page);
             }
         }
     }

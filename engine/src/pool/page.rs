@@ -75,9 +75,23 @@ impl Page {
         self.gen
     }
 
-    /// Gives the image buffer back, for reuse by the next miss.
-    pub(crate) fn into_buf(self) -> Box<[u8]> {
-        self.buf
+    /// The image buffer of a page no one else holds, for a miss to read into when the
+    /// page is reused (see [`Page::reuse`]).
+    pub(crate) fn buf_mut(&mut self) -> &mut [u8] {
+        &mut self.buf
+    }
+
+    /// Turns an evicted page no one else holds into the page of a new image read into its
+    /// buffer: the pool reuses evicted pages whole, so that a miss allocates nothing.
+    pub(crate) fn reuse(&mut self, id: PageId, kind: PageKind, txn: u64, gen: u64) {
+        self.id = id;
+        self.kind = kind;
+        self.txn = txn;
+        self.gen = gen;
+        *self.freq.get_mut() = 0;
+        *self.dirty.get_mut() = false;
+        *self.pinned.get_mut() = false;
+        *self.frame_unit.get_mut() = false;
     }
 
     /// The page bytes.

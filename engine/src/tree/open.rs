@@ -10,7 +10,8 @@ use crate::btree::Version;
 use crate::error::{OpenError, Result};
 use crate::frame::{Allocator, Geometry};
 use crate::page::{
-    decode_freelist_page, MetaReject, PageId, PageKind, Superblock, FORMAT_VERSION, META_LEN,
+    decode_freelist_page, KeyLengths, MetaReject, PageId, PageKind, Superblock, FORMAT_VERSION,
+    META_LEN, OLDEST_READ_VERSION,
 };
 use crate::pool::{Access, BufferPool, PoolConfig};
 use crate::storage::{Storage, StorageError};
@@ -201,7 +202,7 @@ pub fn open(cfg: &TreeConfig) -> Result<Opened, OpenError> {
         Some(page)
     };
     Ok(Opened {
-        version: Version::new(sb.seq, root, sb.height, sb.entries),
+        version: Version::new(sb.seq, root, sb.height, sb.entries).with_key_lengths(sb.key_lengths),
         pool,
         alloc,
         superblock: sb,
@@ -236,6 +237,7 @@ fn create(
         free_pages: alloc.free_pages(),
         log_start: 0,
         generation: 0,
+        key_lengths: KeyLengths::empty(),
     };
     storage.set_len(geo.offset(alloc.page_count()))?;
     write_superblock(storage.as_ref(), &sb, 0)?;
@@ -308,7 +310,7 @@ fn read_superblock(storage: &dyn Storage) -> Result<(Superblock, u8), OpenError>
             Err(OpenError::FormatTooOld {
                 file,
                 found: v,
-                supported: FORMAT_VERSION,
+                supported: OLDEST_READ_VERSION,
             })
         }
         (Err(MetaReject::BadMagic(m)), Err(MetaReject::BadMagic(_))) => {

@@ -23,7 +23,8 @@ use crate::btree::{self, CheckReport, Mutation, Version, WriteTxn};
 use crate::error::{Error, Result};
 use crate::frame::{Allocator, Recoverable};
 use crate::page::{
-    encode_freelist_pages, freelist_pages_needed, seal, PageId, Superblock, FORMAT_VERSION,
+    encode_freelist_pages, freelist_pages_needed, seal, KeyLengths, PageId, Superblock,
+    FORMAT_VERSION,
 };
 use crate::pool::{lock, Access, BufferPool, Counter, Metrics};
 use crate::wal::{Record, Wal, WalError};
@@ -88,6 +89,7 @@ struct Capture {
     page_count: u64,
     generation: u64,
     slot: u8,
+    key_lengths: KeyLengths,
 }
 
 impl Shared {
@@ -237,9 +239,12 @@ impl Shared {
             }
         };
         w.seq = seq;
+        let mut lengths = cur.key_lengths;
+        lengths.union(&committed.put_lengths);
         self.publish(
             &mut w,
-            Version::new(seq, committed.root, committed.height, committed.entries),
+            Version::new(seq, committed.root, committed.height, committed.entries)
+                .with_key_lengths(lengths),
         );
         let full = self.logging() && self.wal.pending_bytes() >= self.checkpoint_log_bytes;
         drop(w);
@@ -279,7 +284,12 @@ impl Shared {
         txn.apply_all(&Mutation::all_of(&rec.ops))?;
         let c = txn.commit()?;
         w.seq = rec.seq;
-        self.publish(&mut w, Version::new(rec.seq, c.root, c.height, c.entries));
+        let mut lengths = cur.key_lengths;
+        lengths.union(&c.put_lengths);
+        self.publish(
+            &mut w,
+            Version::new(rec.seq, c.root, c.height, c.entries).with_key_lengths(lengths),
+        );
         self.stats.replayed.fetch_add(1, Ordering::Relaxed);
         Ok(())
     }
@@ -358,7 +368,8 @@ impl Shared {
         w.seq = seq;
         self.publish(
             &mut w,
-            Version::new(seq, root, loaded.height, loaded.entries),
+            Version::new(seq, root, loaded.height, loaded.entries)
+                .with_key_lengths(loaded.key_lengths),
         );
         drop(w);
         self.checkpoint()?;
@@ -485,6 +496,7 @@ impl Shared {
             page_count: w.alloc.page_count(),
             generation: w.generation + 1,
             slot: w.next_slot,
+            key_lengths: version.key_lengths,
         }))
     }
 
@@ -514,6 +526,7 @@ impl Shared {
             free_pages: cap.extents.iter().map(|&(_, l)| u64::from(l)).sum(),
             log_start: cap.seq + 1,
             generation: cap.generation,
+            key_lengths: cap.key_lengths,
         };
         write_superblock(pool.storage().as_ref(), &sb, cap.slot)?;
         pool.storage().sync()?;

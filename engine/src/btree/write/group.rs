@@ -68,6 +68,11 @@ impl WriteTxn<'_> {
         if mutations.is_empty() {
             return Ok(false);
         }
+        for m in mutations {
+            if let Mutation::Put(k, _) = m {
+                self.put_lengths.insert(k.len());
+            }
+        }
         let change = match self.root {
             Some(root) => self.modify(root, self.height - 1, mutations, true)?,
             None => self.plant(mutations),
