@@ -132,8 +132,10 @@ fn a_scan_on_a_full_pool_allocates_per_scan_not_per_entry() -> TestResult {
     let used = tree.metrics().since(&before);
     assert_eq!(bytes, 2_500 * 24);
     assert!(used.bm_readahead_pages > 0, "the long scan read ahead");
+    // A few pages the scan evicts while it still holds them (its current leaf) cannot
+    // be reused whole; that is a handful per scan, not one per entry or per page read.
     assert!(
-        long <= short,
+        long <= short + 8,
         "a 2,500-entry scan made {long} allocations, a 10-entry one {short}"
     );
     Ok(())

@@ -123,14 +123,28 @@ pub fn cut_points(sizes: &[usize], fixed: usize, page_size: usize, append: bool)
 }
 
 /// [`cut_runs`] for leaf entries (ascending), with exact sizes: each piece gets its own
-/// prefix and restarts.
+/// prefix and restarts. The common prefix of each key with the one before is taken once:
+/// for ascending keys the prefix a run's keys share is the least of those, so measuring
+/// any run is then arithmetic, not the two key comparisons per entry (each up to a
+/// kilobyte for path keys) that measuring every candidate piece from its keys would take.
 pub fn leaf_cut_points(entries: &[LeafEntry], page_size: usize, append: bool) -> Vec<usize> {
+    let lcp_prev: Vec<usize> = (0..entries.len())
+        .map(|i| match i {
+            0 => 0,
+            _ => lcp(&entries[i - 1].key, &entries[i].key),
+        })
+        .collect();
     cut_runs(
         entries.len(),
         LeafSizer::default(),
         |run: LeafSizer, first, i| {
-            let previous = (i > first).then(|| &entries[i - 1]);
-            run.with_entry(&entries[first], previous, &entries[i])
+            let e = &entries[i];
+            let stored = e.value.stored_len();
+            if i == first {
+                run.with(e.key.len(), 0, e.key.len(), stored)
+            } else {
+                run.with(e.key.len(), lcp_prev[i], lcp_prev[i], stored)
+            }
         },
         LeafSizer::size,
         page_size,

@@ -389,6 +389,19 @@ impl<'a> WriteTxn<'a> {
     /// Encodes leaf entries into private pages: `first` (already allocated) and as many
     /// new ones as its cuts need.
     fn encode_leaf(&mut self, first: PageId, entries: &[LeafEntry], append: bool) -> Vec<Piece> {
+        // Most changes leave the leaf within its page: measured once, encoded once.
+        let whole = LeafNode::sizer(entries);
+        if whole.size() <= self.ps {
+            let mut buf = vec![0u8; self.ps];
+            LeafNode::encode_measured(entries, &whole, first, self.seq, &mut buf);
+            self.pages.insert(first, buf);
+            return vec![Piece {
+                sep: None,
+                id: first,
+                count: entries.len() as u64,
+                bytes: whole.size(),
+            }];
+        }
         let cuts = leaf_cut_points(entries, self.ps, append);
         let mut bounds = vec![0];
         bounds.extend(&cuts);

@@ -490,6 +490,8 @@ impl BufferPool {
         let want = n * self.geo.page_bytes();
         if buf.len() >= want {
             buf.truncate(want);
+        } else if buf.capacity() >= want {
+            buf.resize(want, 0);
         } else {
             *buf = vec![0u8; want];
         }

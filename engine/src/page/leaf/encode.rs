@@ -106,27 +106,6 @@ impl LeafSizer {
         run
     }
 
-    /// Adds `entry`, which follows `previous` (None for the first entry) and `first` in
-    /// the run.
-    #[inline]
-    pub fn with_entry(
-        self,
-        first: &LeafEntry,
-        previous: Option<&LeafEntry>,
-        entry: &LeafEntry,
-    ) -> Self {
-        let (lcp_prev, lcp_first) = match previous {
-            Some(previous) => (lcp(&previous.key, &entry.key), lcp(&first.key, &entry.key)),
-            None => (0, entry.key.len()),
-        };
-        self.with(
-            entry.key.len(),
-            lcp_prev,
-            lcp_first,
-            entry.value.stored_len(),
-        )
-    }
-
     /// The restart interval the run is encoded with and the bytes it takes as one page:
     /// front-coded when that saves at least an eighth of the plain size.
     #[inline]
@@ -179,10 +158,23 @@ impl LeafNode {
         }
     }
 
-    fn sizer(entries: &[LeafEntry]) -> LeafSizer {
+    /// The run of all of `entries`: what they take as one page, and how they would be
+    /// coded (pass it to [`LeafNode::encode_measured`] to encode without measuring again).
+    pub fn sizer(entries: &[LeafEntry]) -> LeafSizer {
+        // For ascending keys the prefix shared with the first key is the least shared
+        // with the one before so far: one comparison per key instead of two.
         let mut run = LeafSizer::default();
-        for (i, entry) in entries.iter().enumerate() {
-            run = run.with_entry(&entries[0], i.checked_sub(1).map(|p| &entries[p]), entry);
+        let mut previous: Option<&LeafEntry> = None;
+        for entry in entries {
+            let stored = entry.value.stored_len();
+            run = match previous {
+                None => run.with(entry.key.len(), 0, entry.key.len(), stored),
+                Some(p) => {
+                    let shared = lcp(&p.key, &entry.key);
+                    run.with(entry.key.len(), shared, shared, stored)
+                }
+            };
+            previous = Some(entry);
         }
         run
     }
@@ -195,9 +187,22 @@ impl LeafNode {
     /// Encodes `entries` as leaf page `id` written by commit `txn` into `out` (one page,
     /// zero-filled first). The caller has checked that they fit. Does not seal.
     pub fn encode(entries: &[LeafEntry], id: PageId, txn: u64, out: &mut [u8]) {
+        Self::encode_measured(entries, &Self::sizer(entries), id, txn, out);
+    }
+
+    /// [`LeafNode::encode`] with `run`, the [`LeafNode::sizer`] of `entries`, already
+    /// measured: a writer measures a changed leaf to see whether it must split, and the
+    /// measuring is a pass of two common-prefix comparisons per key (long, for path keys).
+    pub fn encode_measured(
+        entries: &[LeafEntry],
+        run: &LeafSizer,
+        id: PageId,
+        txn: u64,
+        out: &mut [u8],
+    ) {
         out.fill(0);
         let prefix_len = Self::prefix_len(entries);
-        let (restart_interval, _) = Self::sizer(entries).choice();
+        let (restart_interval, _) = run.choice();
         let plain_at = fragment_len_at(restart_interval);
         PageHeader {
             kind: PageKind::Leaf,
