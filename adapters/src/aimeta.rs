@@ -332,6 +332,7 @@ impl KvEngine for AimetaEngine {
             bytes_read: m.bm_bytes_read,
             full_frame_reads: m.bm_scan_full_blob_reads,
             readahead_pages: m.bm_readahead_pages,
+            readaround_pages: m.bm_readaround_pages,
             ..IoCounters::default()
         })
     }

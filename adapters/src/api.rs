@@ -179,6 +179,9 @@ pub struct IoCounters {
     pub full_frame_reads: u64,
     /// Pages fetched by readahead before being asked for.
     pub readahead_pages: u64,
+    /// Of `pages_read`, pages this engine read around a miss while its pool was filling
+    /// with a store that fits it (aimeta's fill read-around).
+    pub readaround_pages: u64,
 }
 
 /// One write of an atomic batch ([`KvEngine::write_batch`]).

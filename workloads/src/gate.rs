@@ -335,12 +335,15 @@ impl Gate {
                     let before = p.mine.engine()?.io_counters().unwrap_or_default();
                     p.mine.op(w, v, i)?;
                     let after = p.mine.engine()?.io_counters().unwrap_or_default();
-                    pages += after.pages_read - before.pages_read;
+                    // The pages the operation needed: a store that fits the pool also
+                    // warms the pages around each miss, which are not its cost.
+                    pages += (after.pages_read - before.pages_read)
+                        - (after.readaround_pages - before.readaround_pages);
                 }
                 out.push(CounterMeasured {
                     check: format!("pages_per_{short}_cold/{ds}"),
                     what: format!(
-                        "pages aimeta reads per {}{} on {ds}, each of {COLD_OPS} operations on a freshly opened pool",
+                        "pages aimeta reads per {}{} on {ds}, each of {COLD_OPS} operations on a freshly opened pool (fill read-around not counted)",
                         w.name(),
                         v.map(|v| format!(" ({v})")).unwrap_or_default()
                     ),

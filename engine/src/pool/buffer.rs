@@ -248,7 +248,7 @@ impl BufferPool {
             }
             self.evict_locked(&mut ev);
         }
-        self.counters.add(Counter::ReadaheadPages, ahead);
+        self.counters.add(Counter::ReadaroundPages, ahead);
         Ok(wanted)
     }
 

@@ -27,9 +27,12 @@ pub enum Counter {
     BytesWritten,
     /// Dirty pages written because eviction chose them.
     DirtyWritebacks,
+    /// Pages a miss read around the page it wanted while the pool was filling (the
+    /// whole file fitting in it); also in `PagesRead`, not in `ReadaheadPages`.
+    ReadaroundPages,
 }
 
-const N: usize = 10;
+const N: usize = 11;
 const STRIPES: usize = 16;
 
 #[repr(align(128))]
@@ -102,6 +105,8 @@ pub struct Metrics {
     pub bm_evictions: u64,
     /// Pages fetched by scan readahead.
     pub bm_readahead_pages: u64,
+    /// Pages read around a miss while the pool was filling (in `bm_pages_read` too).
+    pub bm_readaround_pages: u64,
     /// Pages written to the data file.
     pub bm_pages_written: u64,
     /// Bytes written to the data file.
@@ -154,6 +159,7 @@ impl Metrics {
             bm_pages_read: self.bm_pages_read - earlier.bm_pages_read,
             bm_evictions: self.bm_evictions - earlier.bm_evictions,
             bm_readahead_pages: self.bm_readahead_pages - earlier.bm_readahead_pages,
+            bm_readaround_pages: self.bm_readaround_pages - earlier.bm_readaround_pages,
             bm_pages_written: self.bm_pages_written - earlier.bm_pages_written,
             bm_bytes_written: self.bm_bytes_written - earlier.bm_bytes_written,
             bm_dirty_writebacks: self.bm_dirty_writebacks - earlier.bm_dirty_writebacks,
