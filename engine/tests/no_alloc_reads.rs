@@ -48,16 +48,22 @@ fn allocations() -> u64 {
 const SHARDS: u32 = 40;
 const PER_SHARD: u32 = 2_500;
 
-#[test]
-fn gets_and_lookups_on_a_full_pool_allocate_nothing() -> TestResult {
-    let dir = tempfile::tempdir()?;
+/// Loads the manifest shards into `dir`, then opens them again with a 64-page pool, many
+/// times smaller than the store, so that reads miss and evict.
+fn load_and_reopen_small(dir: &std::path::Path) -> Result<Tree, Box<dyn std::error::Error>> {
     {
-        let tree = Tree::open(TreeConfig::new(dir.path()).cache_bytes(64 << 20))?;
+        let tree = Tree::open(TreeConfig::new(dir).cache_bytes(64 << 20))?;
         let items = (0..SHARDS)
             .flat_map(|s| (0..PER_SHARD).map(move |i| (manifest_key(s, i), manifest_value(s, i))));
         tree.bulk_load(items)?;
     }
-    let tree = Tree::open(TreeConfig::new(dir.path()).cache_bytes(64 * 4096))?;
+    Ok(Tree::open(TreeConfig::new(dir).cache_bytes(64 * 4096))?)
+}
+
+#[test]
+fn gets_and_lookups_on_a_full_pool_allocate_nothing() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let tree = load_and_reopen_small(dir.path())?;
     let mut rng = seeded(5);
     let keys: Vec<Vec<u8>> = (0..6000)
         .map(|_| manifest_key(rng.random_range(0..SHARDS), rng.random_range(0..PER_SHARD)))
@@ -104,13 +110,7 @@ fn gets_and_lookups_on_a_full_pool_allocate_nothing() -> TestResult {
 #[test]
 fn a_scan_on_a_full_pool_allocates_per_scan_not_per_entry() -> TestResult {
     let dir = tempfile::tempdir()?;
-    {
-        let tree = Tree::open(TreeConfig::new(dir.path()).cache_bytes(64 << 20))?;
-        let items = (0..SHARDS)
-            .flat_map(|s| (0..PER_SHARD).map(move |i| (manifest_key(s, i), manifest_value(s, i))));
-        tree.bulk_load(items)?;
-    }
-    let tree = Tree::open(TreeConfig::new(dir.path()).cache_bytes(64 * 4096))?;
+    let tree = load_and_reopen_small(dir.path())?;
     let scan = |shard: u32, limit: usize| -> Result<(u64, u64), Box<dyn std::error::Error>> {
         let prefix = format!("ds/laion/shard-{shard:05}/");
         let before = allocations();
