@@ -43,7 +43,7 @@ fn a_store_that_fits_the_pool_warms_a_window_per_miss() -> TestResult {
         "{} misses over a {file_pages}-page file",
         used.bm_read_page_misses
     );
-    assert!(used.bm_readahead_pages > 0);
+    assert!(used.bm_readaround_pages > 0);
     assert!(used.bm_pages_read <= file_pages);
     assert_eq!(used.bm_evictions, 0);
     // The same gets again touch no storage.
@@ -59,7 +59,7 @@ fn a_store_larger_than_the_pool_reads_only_the_pages_missed() -> TestResult {
     let pool_pages = file_pages / 4;
     let tree = Tree::open(TreeConfig::new(dir.path()).cache_bytes(pool_pages * 4096))?;
     let used = get_all(&tree)?;
-    assert_eq!(used.bm_readahead_pages, 0);
+    assert_eq!(used.bm_readaround_pages, 0);
     assert_eq!(used.bm_pages_read, used.bm_read_page_misses);
     Ok(())
 }
@@ -74,7 +74,7 @@ fn read_around_can_be_turned_off() -> TestResult {
             .fill_readaround_bytes(0),
     )?;
     let used = get_all(&tree)?;
-    assert_eq!(used.bm_readahead_pages, 0);
+    assert_eq!(used.bm_readaround_pages, 0);
     assert_eq!(used.bm_pages_read, used.bm_read_page_misses);
     Ok(())
 }
