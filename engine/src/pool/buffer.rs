@@ -198,8 +198,9 @@ impl BufferPool {
                 return Ok(None);
             }
         }
-        let first = (id / w * w).max(2);
-        let end = (first - first % w + w).min(file_pages);
+        let window = id / w * w;
+        let first = window.max(2);
+        let end = (window + w).min(file_pages);
         if id < first || id >= end || end - first < 2 {
             return Ok(None);
         }
