@@ -7,7 +7,7 @@
 
 use std::path::{Path, PathBuf};
 
-use aimeta_engine::{KeyItem, Readable, ScanIo, Tree, TreeConfig, WriteBatch};
+use aimeta_engine::{DataReads, KeyItem, Readable, ScanIo, Tree, TreeConfig, WriteBatch};
 
 use crate::api::{
     BatchOp, Capabilities, CasOutcome, Durability, IoCounters, KvEngine, KvPair, ListItem,
@@ -56,7 +56,12 @@ impl AimetaEngine {
             TreeConfig::new(dir)
                 .cache_bytes(o.cache.bytes())
                 .durability(durability)
-                .scan_io(scan_io),
+                .scan_io(scan_io)
+                .data_reads(if o.direct_reads {
+                    DataReads::Direct
+                } else {
+                    DataReads::Mapped
+                }),
         )
         .map_err(berr("open"))?;
         Ok(AimetaEngine {

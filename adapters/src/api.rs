@@ -58,6 +58,12 @@ pub struct OpenOptions {
     /// used, and when that is unset too a throwaway local cluster is started. A blank string
     /// forces the throwaway cluster whatever the environment says.
     pub pg_url: Option<String>,
+    /// Page misses bypass the OS page cache where the engine has a way to (this engine's
+    /// `DataReads::Direct`, RocksDB's `use_direct_reads`). The harness sets it when the page
+    /// cache counts against the same budget as the engine's cache (the cgroup budget mode),
+    /// where a page cached twice only shrinks what fits; engines without such a path (LMDB,
+    /// redb, SQLite, PostgreSQL) read as they always do. docs/fairness.md lists each.
+    pub direct_reads: bool,
 }
 
 impl Default for OpenOptions {
@@ -67,6 +73,7 @@ impl Default for OpenOptions {
             durability: Durability::Async,
             expected_data_bytes: 256 * 1024 * 1024,
             pg_url: None,
+            direct_reads: false,
         }
     }
 }

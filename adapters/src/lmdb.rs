@@ -369,6 +369,7 @@ mod tests {
             durability: Durability::None,
             expected_data_bytes: 0,
             pg_url: None,
+            direct_reads: false,
         };
         let e = LmdbEngine::open(dir.path(), &opts)?;
         let initial = e.env.info().map_size;

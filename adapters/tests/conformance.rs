@@ -53,6 +53,7 @@ fn options(durability: Durability) -> OpenOptions {
         expected_data_bytes: 4 << 20,
         // A throwaway cluster, unless AI_META_PG_URL names a server (then a table of our own).
         pg_url: None,
+        direct_reads: false,
     }
 }
 

@@ -74,6 +74,7 @@ pub use error::{Error, OpenError, PageError, PageErrorKind, Result, StorageError
 /// What is wrong with a page's layout, carried by [`PageError::Corrupt`].
 pub use page::Corruption;
 pub use pool::{Metrics, ScanIo};
+pub use storage::DataReads;
 pub use tree::{
     CasConflict, Durability, Keys, KeysBuilder, Range, RangeBuilder, Readable, Snapshot, Tree,
     TreeConfig, WriteBatch,

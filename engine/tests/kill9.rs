@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use aimeta_engine::storage::{FileOpener, Storage, StorageError, StorageOpener};
+use aimeta_engine::storage::{DataReads, FileOpener, Storage, StorageError, StorageOpener};
 use aimeta_engine::{Durability, Readable, Tree, TreeConfig};
 use common::{apply_to_model, batch_of, env_count, seeded, stamped_value, Ops, TestResult};
 use rand::RngExt as _;
@@ -102,9 +102,14 @@ impl StorageOpener for Observed {
         FileOpener.exists(path)
     }
 
-    fn open_data(&self, path: &Path, create: bool) -> Result<Arc<dyn Storage>, StorageError> {
+    fn open_data(
+        &self,
+        path: &Path,
+        create: bool,
+        reads: DataReads,
+    ) -> Result<Arc<dyn Storage>, StorageError> {
         Ok(Arc::new(ObservedFile {
-            inner: FileOpener.open_data(path, create)?,
+            inner: FileOpener.open_data(path, create, reads)?,
             log: false,
             delay: self.delay,
             superblock_written: AtomicBool::new(false),

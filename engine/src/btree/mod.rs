@@ -11,6 +11,7 @@ mod lpm;
 mod read;
 mod split;
 mod version;
+mod warm;
 mod write;
 
 pub use bulk::bulk_load;
@@ -21,4 +22,5 @@ pub use limits::{check_delete_key, check_key, check_value, MAX_KEY_LEN, MAX_VALU
 pub use lpm::longest_prefix_in;
 pub use read::{count_range, get_value, leaf_page_of, read_value};
 pub use version::Version;
+pub(crate) use warm::warm_inner_levels;
 pub use write::{Mutation, WriteTxn};

@@ -142,6 +142,9 @@ pub struct Metrics {
     pub wal_repaired_headers: u64,
     /// Log records replayed when the tree was opened.
     pub wal_replayed_records: u64,
+    /// Inner pages read into the pool when the tree opened (`TreeConfig::warm_inner_levels`);
+    /// also in the pool's read counters since open.
+    pub inner_pages_warmed: u64,
     /// Checkpoints completed since open.
     pub checkpoints: u64,
 }

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
-use super::{Storage, StorageError, StorageOpener};
+use super::{DataReads, Storage, StorageError, StorageOpener};
 
 /// What to break, shared by every file of a [`FaultyOpener`]. Counters count down on
 /// each matching operation; a fault fires when one reaches zero.
@@ -161,8 +161,13 @@ impl<O: StorageOpener> StorageOpener for FaultyOpener<O> {
         self.inner.exists(path)
     }
 
-    fn open_data(&self, path: &Path, create: bool) -> Result<Arc<dyn Storage>, StorageError> {
-        Ok(self.wrap(path, self.inner.open_data(path, create)?))
+    fn open_data(
+        &self,
+        path: &Path,
+        create: bool,
+        reads: DataReads,
+    ) -> Result<Arc<dyn Storage>, StorageError> {
+        Ok(self.wrap(path, self.inner.open_data(path, create, reads)?))
     }
 }
 

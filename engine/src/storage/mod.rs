@@ -11,6 +11,7 @@ mod sim;
 pub use error::StorageError;
 pub use fault::{FaultPlan, FaultyOpener};
 pub use file::FileStorage;
+
 pub use sim::{SimDisk, SimFile};
 
 use std::path::Path;
@@ -24,8 +25,15 @@ pub trait StorageOpener: Send + Sync + std::fmt::Debug + 'static {
     /// True when `path` exists and holds at least one byte.
     fn exists(&self, path: &Path) -> bool;
     /// Opens the tree's data file: like `open`, for a file that only ever grows, so an
-    /// implementation may serve its reads from a memory map.
-    fn open_data(&self, path: &Path, create: bool) -> Result<Arc<dyn Storage>, StorageError> {
+    /// implementation may serve its reads from a memory map or, as `reads` asks, past the
+    /// OS page cache.
+    fn open_data(
+        &self,
+        path: &Path,
+        create: bool,
+        reads: DataReads,
+    ) -> Result<Arc<dyn Storage>, StorageError> {
+        let _ = reads;
         self.open(path, create)
     }
 }
@@ -43,9 +51,34 @@ impl StorageOpener for FileOpener {
         std::fs::metadata(path).is_ok_and(|m| m.len() > 0)
     }
 
-    fn open_data(&self, path: &Path, create: bool) -> Result<Arc<dyn Storage>, StorageError> {
-        Ok(Arc::new(FileStorage::open_mapped(path, create)?))
+    fn open_data(
+        &self,
+        path: &Path,
+        create: bool,
+        reads: DataReads,
+    ) -> Result<Arc<dyn Storage>, StorageError> {
+        Ok(Arc::new(match reads {
+            DataReads::Mapped => FileStorage::open_mapped(path, create)?,
+            DataReads::Direct => FileStorage::open_direct(path, create)?,
+        }))
     }
+}
+
+/// How the data file's reads reach the device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum DataReads {
+    /// Copied out of a read-only memory map: what was read stays in the OS page cache,
+    /// which serves the next miss on it without touching the device. Best when memory
+    /// beyond the pool's budget is free to use.
+    #[default]
+    Mapped,
+    /// Page-aligned reads bypass the OS page cache (`O_DIRECT`) into an aligned buffer:
+    /// a miss costs one device read and charges no page cache to the process. Best when
+    /// the page cache counts against the same budget as the pool (a memory cgroup), so
+    /// that caching a page twice only shrinks what can be cached. Unaligned reads, and
+    /// every read on a file system that refuses `O_DIRECT`, go through the map.
+    Direct,
 }
 
 /// A random-access file. The buffer pool reads and writes pages through it and the log

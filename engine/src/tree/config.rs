@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use super::builder::setters;
 use crate::pool::ScanIo;
-use crate::storage::{FileOpener, StorageOpener};
+use crate::storage::{DataReads, FileOpener, StorageOpener};
 
 /// What a commit promises when it returns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,6 +66,8 @@ pub struct TreeConfig {
     pub(crate) scan_io: ScanIo,
     pub(crate) readahead_bytes: u32,
     pub(crate) fill_readaround_bytes: u32,
+    pub(crate) data_reads: DataReads,
+    pub(crate) warm_inner_levels: bool,
     pub(crate) durability: Durability,
     pub(crate) background_checkpoints: bool,
     pub(crate) checkpoint_interval: Duration,
@@ -85,6 +87,8 @@ impl TreeConfig {
             scan_io: ScanIo::Paged,
             readahead_bytes: DEFAULT_READAHEAD_BYTES,
             fill_readaround_bytes: DEFAULT_FILL_READAROUND_BYTES,
+            data_reads: DataReads::Mapped,
+            warm_inner_levels: true,
             durability: Durability::Wal { sync: false },
             background_checkpoints: true,
             checkpoint_interval: DEFAULT_CHECKPOINT_INTERVAL,
@@ -122,6 +126,15 @@ impl TreeConfig {
         /// page miss reads the aligned window of this many bytes around the page (default
         /// 128 KiB; 0 reads only the page): a store that fits warms at sequential speed.
         fill_readaround_bytes(bytes: u32) => fill_readaround_bytes = bytes;
+        /// How the data file's page misses reach the device (default `DataReads::Mapped`,
+        /// through the OS page cache; `DataReads::Direct` bypasses it, for a pool that is
+        /// given all the memory there is, as under a memory cgroup).
+        data_reads(reads: DataReads) => data_reads = reads;
+        /// Reads the inner levels below the root into the pool when the tree opens, level by
+        /// level while they hold at most half of it (default on): a cold pool then misses
+        /// only on leaves, and the bulk loader's inner pages come in a few sequential
+        /// requests instead of one random read each on first use.
+        warm_inner_levels(on: bool) => warm_inner_levels = on;
     }
 
     /// The tree's directory.

@@ -57,6 +57,9 @@ impl Tree {
         let (shared, log) = Shared::new(&config, open(&config)?, signal.clone());
         let shared = Arc::new(shared);
         shared.recover(log)?;
+        if config.warm_inner_levels {
+            shared.warm();
+        }
         let weak = Arc::downgrade(&shared);
         let checkpoint = move || match weak.upgrade() {
             Some(shared) => {

@@ -147,7 +147,7 @@ pub fn write_superblock(storage: &dyn Storage, sb: &Superblock, slot: u8) -> Res
 pub fn open(cfg: &TreeConfig) -> Result<Opened, OpenError> {
     let data = prepare_dir(&cfg.dir)?;
     let lock = lock_dir(&cfg.dir)?;
-    let storage: Arc<dyn Storage> = cfg.opener.open_data(&data, true)?;
+    let storage: Arc<dyn Storage> = cfg.opener.open_data(&data, true, cfg.data_reads)?;
     // A superblock an earlier process wrote may not be on disk yet; recovery is about to
     // rely on it (and let log records go), so make it durable first.
     storage.sync()?;

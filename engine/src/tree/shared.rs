@@ -58,6 +58,8 @@ pub(crate) struct Shared {
     writer: Mutex<Writer>,
     live: Mutex<VecDeque<Weak<Version>>>,
     readahead_pages: usize,
+    /// Inner pages read into the pool when the tree opened (see [`Shared::warm`]).
+    inner_pages_warmed: AtomicU64,
     /// The commit the durable checkpoint captured: the one copy. It changes only under the
     /// writer lock, so the writer reads it consistent with `Writer::checkpoint_in_flight`;
     /// metrics and close read it without the lock.
@@ -111,6 +113,7 @@ impl Shared {
             }),
             live: Mutex::new(VecDeque::new()),
             readahead_pages: config.readahead_bytes as usize / opened.pool.geometry().page_bytes(),
+            inner_pages_warmed: AtomicU64::new(0),
             durable_seq: AtomicU64::new(sb.seq),
             file_pages: AtomicU64::new(sb.page_count),
             free_pages: AtomicU64::new(sb.free_pages),
@@ -155,6 +158,16 @@ impl Shared {
     #[inline]
     pub fn pool(&self) -> &Arc<BufferPool> {
         &self.pool
+    }
+
+    /// Reads the current version's inner levels below the root into the pool, while they
+    /// hold at most half of it (`btree::warm_inner_levels`), in requests of up to 256 KiB.
+    pub fn warm(&self) {
+        let v = self.current.load();
+        let (_, capacity) = self.pool.occupancy();
+        let run_pages = (256 << 10) / self.pool.geometry().page_bytes();
+        let warmed = crate::btree::warm_inner_levels(&self.pool, &v, capacity / 2, run_pages);
+        self.inner_pages_warmed.store(warmed, Ordering::Relaxed);
     }
 
     /// The largest readahead of a scan, in pages.
@@ -422,6 +435,7 @@ impl Shared {
             wal_torn_tails: self.stats.torn_tails.load(Ordering::Relaxed),
             wal_repaired_headers: self.stats.repaired_headers.load(Ordering::Relaxed),
             wal_replayed_records: self.stats.replayed.load(Ordering::Relaxed),
+            inner_pages_warmed: self.inner_pages_warmed.load(Ordering::Relaxed),
             checkpoints: self.stats.checkpoints.load(Ordering::Relaxed),
         }
     }

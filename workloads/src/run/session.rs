@@ -17,7 +17,9 @@ use hdrhistogram::Histogram;
 use super::measure::{histogram, io_per_op, latency};
 use super::ops::{self, ManifestOps};
 use super::working_set::{self, TouchedPages};
-use super::{sys, Data, Planned, Progress, RunError, RunOptions, ThreadCount, Variant, Workload};
+use super::{
+    sys, BudgetMode, Data, Planned, Progress, RunError, RunOptions, ThreadCount, Variant, Workload,
+};
 use crate::alloc_count::{self, AllocCount};
 use crate::gen::{derive_seed, seeded, KvQuery, Rng};
 
@@ -161,6 +163,7 @@ fn options(o: &RunOptions, data_bytes: u64) -> OpenOptions {
         durability: o.durability,
         expected_data_bytes: data_bytes,
         pg_url: o.pg_url.clone(),
+        direct_reads: o.budget_mode == BudgetMode::Cgroup,
     }
 }
 
