@@ -86,13 +86,13 @@ where
         limit: pool.geometry().frame_size as usize,
     };
     let mut level: Vec<ChildRef> = Vec::new();
-    let mut entries: Vec<LeafEntry> = Vec::new();
+    let mut entries: Vec<LeafEntry<'static>> = Vec::new();
     let mut run = LeafSizer::default();
     let mut total = 0u64;
     let mut key_lengths = KeyLengths::empty();
     let mut prev_last: Option<Vec<u8>> = None;
 
-    let flush_leaf = |entries: &mut Vec<LeafEntry>,
+    let flush_leaf = |entries: &mut Vec<LeafEntry<'static>>,
                       w: &mut RunWriter<'_>,
                       alloc: &mut Allocator,
                       prev_last: &mut Option<Vec<u8>>,
@@ -115,7 +115,7 @@ where
             id,
             count: entries.len() as u64,
         });
-        *prev_last = entries.last().map(|e| e.key.clone());
+        *prev_last = entries.last().map(|e| e.key.to_vec());
         entries.clear();
         Ok(())
     };
@@ -124,17 +124,14 @@ where
         let (k, v) = (k.as_ref(), v.as_ref());
         check_key(k)?;
         check_value(v)?;
-        let last = entries
-            .last()
-            .map(|e| e.key.as_slice())
-            .or(prev_last.as_deref());
+        let last = entries.last().map(|e| &e.key[..]).or(prev_last.as_deref());
         if last.is_some_and(|l| l >= k) {
             return Err(Error::BulkLoadUnsorted {
                 index: index as u64,
             });
         }
         let value = if value_fits_inline(ps, k.len(), v.len()) {
-            Value::Inline(v.to_vec())
+            Value::Inline(v.to_vec().into())
         } else {
             w.flush()?;
             write_overflow(pool, alloc, seq, v)?
@@ -151,7 +148,7 @@ where
             run = next;
         }
         entries.push(LeafEntry {
-            key: k.to_vec(),
+            key: k.to_vec().into(),
             value,
         });
         key_lengths.insert(k.len());
@@ -246,7 +243,12 @@ fn build_inner_level(
 }
 
 /// Writes a large value to a run of overflow pages at the end of the file.
-fn write_overflow(pool: &BufferPool, alloc: &mut Allocator, seq: u64, v: &[u8]) -> Result<Value> {
+fn write_overflow(
+    pool: &BufferPool,
+    alloc: &mut Allocator,
+    seq: u64,
+    v: &[u8],
+) -> Result<Value<'static>> {
     let ps = pool.geometry().page_bytes();
     let first = alloc.alloc_at_end(overflow_pages_for(v.len(), ps) as u64);
     pool.write_run(first, &encode_overflow_run(v, first, seq, ps))?;

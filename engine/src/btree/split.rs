@@ -127,7 +127,7 @@ pub fn cut_points(sizes: &[usize], fixed: usize, page_size: usize, append: bool)
 /// for ascending keys the prefix a run's keys share is the least of those, so measuring
 /// any run is then arithmetic, not the two key comparisons per entry (each up to a
 /// kilobyte for path keys) that measuring every candidate piece from its keys would take.
-pub fn leaf_cut_points(entries: &[LeafEntry], page_size: usize, append: bool) -> Vec<usize> {
+pub fn leaf_cut_points(entries: &[LeafEntry<'_>], page_size: usize, append: bool) -> Vec<usize> {
     let lcp_prev: Vec<usize> = (0..entries.len())
         .map(|i| match i {
             0 => 0,
@@ -238,7 +238,7 @@ mod tests {
                 .iter()
                 .map(|k| LeafEntry::inline(k, &vec![3u8; rng.random_range(0..400)]))
                 .collect();
-            let size = |r: &[LeafEntry]| LeafNode::encoded_len(r);
+            let size = |r: &[LeafEntry<'_>]| LeafNode::encoded_len(r);
             if size(&entries) <= 4096 {
                 continue;
             }

@@ -14,8 +14,8 @@ use crate::error::{Error, Result};
 use crate::frame::Allocator;
 use crate::page::{decode_overflow_run, encode_overflow_run, KeyLengths};
 use crate::page::{
-    overflow_pages_for, value_fits_inline, InnerNode, InnerView, LeafEntry, LeafNode, LeafView,
-    PageHeader, PageId, Value, ValueCell, INNER_FIXED,
+    overflow_pages_for, value_fits_inline, InnerNode, InnerView, KeySpans, LeafEntry, LeafNode,
+    LeafView, PageHeader, PageId, Value, ValueCell, INNER_FIXED,
 };
 use crate::pool::{Access, BufferPool, Page};
 
@@ -107,6 +107,12 @@ pub struct WriteTxn<'a> {
     log: Option<(u32, Vec<u8>)>,
     /// The lengths of the keys put, for the new version's key-length set.
     put_lengths: KeyLengths,
+    /// Buffers a changed leaf is decoded into, reused from leaf to leaf: a copy of its
+    /// image (its values are borrowed from there), its whole keys one after another, and
+    /// where each key lies.
+    leaf_image: Vec<u8>,
+    leaf_keys: Vec<u8>,
+    leaf_spans: KeySpans,
 }
 
 /// What a committed transaction produced.
@@ -149,6 +155,9 @@ impl<'a> WriteTxn<'a> {
             frees: Vec::new(),
             log: None,
             put_lengths: KeyLengths::empty(),
+            leaf_image: Vec::new(),
+            leaf_keys: Vec::new(),
+            leaf_spans: KeySpans::new(),
         }
     }
 
@@ -241,9 +250,11 @@ impl<'a> WriteTxn<'a> {
         value_fits_inline(self.ps, key.len(), value.len())
     }
 
-    fn store_value(&mut self, key: &[u8], v: &[u8]) -> Value {
+    /// The value to store for `key`: `v` itself when it fits in the leaf, else the
+    /// overflow run written for it.
+    fn store_value<'v>(&mut self, key: &[u8], v: &'v [u8]) -> Value<'v> {
         if self.inline_ok(key, v) {
-            return Value::Inline(v.to_vec());
+            return Value::Inline(v.into());
         }
         let n = overflow_pages_for(v.len(), self.ps);
         let first = self.alloc.alloc(n as u64);
@@ -256,7 +267,7 @@ impl<'a> WriteTxn<'a> {
         }
     }
 
-    fn free_value(&mut self, v: &Value) {
+    fn free_value(&mut self, v: &Value<'_>) {
         if let Value::Overflow { first, len } = v {
             let n = overflow_pages_for(*len as usize, self.ps) as u64;
             if self.runs.remove(first).is_some() {
@@ -381,14 +392,19 @@ impl<'a> WriteTxn<'a> {
     }
 
     /// Encodes leaf entries into one or more private pages, the first in place of `l`.
-    fn write_leaf(&mut self, l: &Loaded, entries: &[LeafEntry], append: bool) -> Vec<Piece> {
+    fn write_leaf(&mut self, l: &Loaded, entries: &[LeafEntry<'_>], append: bool) -> Vec<Piece> {
         let first = self.target(l);
         self.encode_leaf(first, entries, append)
     }
 
     /// Encodes leaf entries into private pages: `first` (already allocated) and as many
     /// new ones as its cuts need.
-    fn encode_leaf(&mut self, first: PageId, entries: &[LeafEntry], append: bool) -> Vec<Piece> {
+    fn encode_leaf(
+        &mut self,
+        first: PageId,
+        entries: &[LeafEntry<'_>],
+        append: bool,
+    ) -> Vec<Piece> {
         // Most changes leave the leaf within its page: measured once, encoded once.
         let whole = LeafNode::sizer(entries);
         if whole.size() <= self.ps {
@@ -411,13 +427,15 @@ impl<'a> WriteTxn<'a> {
             let group = &entries[w[0]..w[1]];
             let id = if w[0] == 0 { first } else { self.alloc_page() };
             let mut buf = vec![0u8; self.ps];
-            LeafNode::encode(group, id, self.seq, &mut buf);
+            // Each piece measured once, for its encoding and its size.
+            let run = LeafNode::sizer(group);
+            LeafNode::encode_measured(group, &run, id, self.seq, &mut buf);
             let sep = (w[0] > 0).then(|| shortest_separator(&entries[w[0] - 1].key, &group[0].key));
             pieces.push(Piece {
                 sep,
                 id,
                 count: group.len() as u64,
-                bytes: LeafNode::encoded_len(group),
+                bytes: run.size(),
             });
             self.pages.insert(id, buf);
         }

@@ -23,8 +23,8 @@ pub use inner::{inner_max_separator_len, InnerNode, InnerView, INNER_FIXED};
 pub use key_lengths::{KeyLengths, KEY_LENGTH_BITS};
 pub use kind::{PageId, PageKind};
 pub use leaf::{
-    leaf_max_key_len, value_fits_inline, LeafEntry, LeafNode, LeafSizer, LeafView, Probe, Value,
-    ValueCell,
+    leaf_max_key_len, value_fits_inline, KeySpans, LeafEntry, LeafNode, LeafSizer, LeafView, Probe,
+    Value, ValueCell,
 };
 pub use meta::{MetaReject, Superblock, FORMAT_VERSION, META_LEN, OLDEST_READ_VERSION};
 pub use overflow::{decode_overflow_run, encode_overflow_run, overflow_pages_for};

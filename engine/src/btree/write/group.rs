@@ -5,9 +5,11 @@
 //! keys, as path keys make, decodes, sizes, cuts and encodes its one or two leaves once
 //! instead of once per key. A single mutation is the batch of one.
 
-use super::{Change, Mutation, Piece, WriteTxn};
+use super::{Change, Loaded, Mutation, Piece, WriteTxn};
 use crate::error::{Error, Result};
-use crate::page::{InnerNode, InnerView, LeafEntry, LeafNode, LeafView, PageId, ValueCell};
+use crate::page::{
+    InnerNode, InnerView, KeySpans, LeafEntry, LeafNode, LeafView, PageId, ValueCell,
+};
 
 /// `batch` in ascending key order with one mutation per key: the last one given for it.
 /// Applying that last one alone leaves the key as applying all of them in order would (a
@@ -86,11 +88,11 @@ impl WriteTxn<'_> {
 
     /// The first leaves of an empty tree: the puts of `mutations`.
     fn plant(&mut self, mutations: &[Mutation<'_>]) -> Change {
-        let entries: Vec<LeafEntry> = mutations
+        let entries: Vec<LeafEntry<'_>> = mutations
             .iter()
             .filter_map(|m| match *m {
                 Mutation::Put(k, v) => Some(LeafEntry {
-                    key: k.to_vec(),
+                    key: k.into(),
                     value: self.store_value(k, v),
                 }),
                 Mutation::Delete(_) => None,
@@ -284,12 +286,39 @@ impl WriteTxn<'_> {
                 (mutations.last(), found.last()),
                 (Some(Mutation::Put(..)), Some(Err(i))) if *i == n
             );
-        let old = LeafNode::decode(&LeafView::new(self.bytes(&l))).entries;
+        // The leaf is decoded into buffers taken from the transaction, so that its entries
+        // borrow them (and the mutations) while `self` changes.
+        let mut image = std::mem::take(&mut self.leaf_image);
+        image.clear();
+        image.extend_from_slice(self.bytes(&l));
+        let mut keys = std::mem::take(&mut self.leaf_keys);
+        let mut spans = std::mem::take(&mut self.leaf_spans);
+        let change = self.merge_leaf(&l, &image, &mut keys, &mut spans, mutations, &found, append);
+        self.leaf_image = image;
+        self.leaf_keys = keys;
+        self.leaf_spans = spans;
+        Ok(change)
+    }
+
+    /// The rest of [`WriteTxn::modify_leaf`]: `image` (a copy of leaf `l`) merged with
+    /// `mutations` (found at `found` in it), encoded once into as many pages as needed.
+    #[allow(clippy::too_many_arguments)]
+    fn merge_leaf(
+        &mut self,
+        l: &Loaded,
+        image: &[u8],
+        keys: &mut Vec<u8>,
+        spans: &mut KeySpans,
+        mutations: &[Mutation<'_>],
+        found: &[std::result::Result<usize, usize>],
+        append: bool,
+    ) -> Change {
+        let old = LeafNode::decode_borrowed(&LeafView::new(image), keys, spans);
         let mut entries = Vec::with_capacity(old.len() + mutations.len());
         let mut delta = 0i64;
         let mut rest = old.into_iter();
         let mut next = 0;
-        for (m, at) in mutations.iter().zip(found) {
+        for (m, at) in mutations.iter().zip(found.iter().copied()) {
             let (before, present) = match at {
                 Ok(i) => (i, true),
                 Err(i) => (i, false),
@@ -315,7 +344,7 @@ impl WriteTxn<'_> {
                 }
                 (Mutation::Put(k, v), None) => {
                     entries.push(LeafEntry {
-                        key: k.to_vec(),
+                        key: k.into(),
                         value: self.store_value(k, v),
                     });
                     delta += 1;
@@ -324,14 +353,14 @@ impl WriteTxn<'_> {
         }
         entries.extend(rest);
         if entries.is_empty() {
-            self.retire(&l);
-            return Ok(Change::Replace {
+            self.retire(l);
+            return Change::Replace {
                 pieces: Vec::new(),
                 delta,
-            });
+            };
         }
-        let pieces = self.write_leaf(&l, &entries, append);
-        Ok(Change::Replace { pieces, delta })
+        let pieces = self.write_leaf(l, &entries, append);
+        Change::Replace { pieces, delta }
     }
 }
 

@@ -1,5 +1,11 @@
-//! Building leaf pages: the owned entries a writer edits, their exact encoded size, and
-//! the encoder (plus the decoder back to owned entries). The layout is in `layout.rs`.
+//! Building leaf pages: the entries a writer edits, their exact encoded size, and the
+//! encoder (plus the decoders back to entries). The layout is in `layout.rs`.
+//!
+//! Entries borrow where they can: a writer decodes a leaf into entries whose keys lie in
+//! one reused buffer and whose values lie in the page image, and a new entry borrows the
+//! caller's key and value, so that changing a leaf allocates per page, not per entry.
+
+use std::borrow::Cow;
 
 use super::layout::{
     fragment_len_at, LEAF_CELL_FIXED, LEAF_FIXED, LEAF_RESTART, OVERFLOW_BIT, OVERFLOW_PAYLOAD,
@@ -12,9 +18,9 @@ use crate::page::{PageHeader, PageId, PageKind};
 
 /// A value in a decoded leaf.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Value {
+pub enum Value<'a> {
     /// Stored in the leaf.
-    Inline(Vec<u8>),
+    Inline(Cow<'a, [u8]>),
     /// Stored in an overflow run.
     Overflow {
         /// First page of the run.
@@ -24,7 +30,7 @@ pub enum Value {
     },
 }
 
-impl Value {
+impl<'a> Value<'a> {
     /// Bytes the value takes in its cell.
     #[inline]
     pub fn stored_len(&self) -> usize {
@@ -34,31 +40,39 @@ impl Value {
         }
     }
 
-    /// Converts a borrowed cell into an owned value.
-    pub fn from_cell(cell: ValueCell<'_>) -> Self {
+    /// The value of a cell, borrowing the page's bytes.
+    pub fn from_cell(cell: ValueCell<'a>) -> Self {
         match cell {
-            ValueCell::Inline(value) => Value::Inline(value.to_vec()),
+            ValueCell::Inline(value) => Value::Inline(Cow::Borrowed(value)),
             ValueCell::Overflow { first, len } => Value::Overflow { first, len },
+        }
+    }
+
+    /// The same value owning its bytes.
+    pub fn into_owned(self) -> Value<'static> {
+        match self {
+            Value::Inline(value) => Value::Inline(Cow::Owned(value.into_owned())),
+            Value::Overflow { first, len } => Value::Overflow { first, len },
         }
     }
 }
 
 /// One key and its value in a decoded leaf.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LeafEntry {
+pub struct LeafEntry<'a> {
     /// The whole key.
-    pub key: Vec<u8>,
+    pub key: Cow<'a, [u8]>,
     /// Its value.
-    pub value: Value,
+    pub value: Value<'a>,
 }
 
-impl LeafEntry {
+impl LeafEntry<'_> {
     /// An entry with an inline value, for tests.
     #[cfg(test)]
-    pub fn inline(key: &[u8], value: &[u8]) -> Self {
+    pub fn inline(key: &[u8], value: &[u8]) -> LeafEntry<'static> {
         LeafEntry {
-            key: key.to_vec(),
-            value: Value::Inline(value.to_vec()),
+            key: Cow::Owned(key.to_vec()),
+            value: Value::Inline(Cow::Owned(value.to_vec())),
         }
     }
 }
@@ -131,27 +145,58 @@ impl LeafSizer {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LeafNode {
     /// Entries in ascending key order.
-    pub entries: Vec<LeafEntry>,
+    pub entries: Vec<LeafEntry<'static>>,
 }
 
+/// Where each whole key of a decoded leaf lies in its key buffer.
+pub type KeySpans = Vec<std::ops::Range<usize>>;
+
 impl LeafNode {
-    /// Decodes a validated leaf page.
+    /// Decodes a validated leaf page into entries that own their bytes.
     pub fn decode(view: &LeafView<'_>) -> Self {
-        let mut entries = Vec::with_capacity(view.len());
+        let mut keys = Vec::new();
+        let mut spans = KeySpans::new();
+        let entries = Self::decode_borrowed(view, &mut keys, &mut spans)
+            .into_iter()
+            .map(|e| LeafEntry {
+                key: Cow::Owned(e.key.into_owned()),
+                value: e.value.into_owned(),
+            })
+            .collect();
+        LeafNode { entries }
+    }
+
+    /// Decodes a validated leaf page into entries that borrow: the whole keys are written
+    /// one after another into `keys` (their places into `spans`; both cleared first and
+    /// reused by the caller from leaf to leaf), the values are the page's own bytes.
+    pub fn decode_borrowed<'a>(
+        view: &LeafView<'a>,
+        keys: &'a mut Vec<u8>,
+        spans: &mut KeySpans,
+    ) -> Vec<LeafEntry<'a>> {
+        keys.clear();
+        spans.clear();
         let mut key = view.prefix().to_vec();
         let prefix_len = key.len();
         for i in 0..view.len() {
             view.step_key(i, prefix_len, &mut key);
-            entries.push(LeafEntry {
-                key: key.clone(),
-                value: Value::from_cell(view.value(i)),
-            });
+            let start = keys.len();
+            keys.extend_from_slice(&key);
+            spans.push(start..keys.len());
         }
-        LeafNode { entries }
+        let keys: &'a [u8] = keys;
+        spans
+            .iter()
+            .enumerate()
+            .map(|(i, span)| LeafEntry {
+                key: Cow::Borrowed(&keys[span.clone()]),
+                value: Value::from_cell(view.value(i)),
+            })
+            .collect()
     }
 
     /// Length of the prefix shared by all entries of `entries`.
-    pub fn prefix_len(entries: &[LeafEntry]) -> usize {
+    pub fn prefix_len(entries: &[LeafEntry<'_>]) -> usize {
         match (entries.first(), entries.last()) {
             (Some(first), Some(last)) => lcp(&first.key, &last.key).min(u16::MAX as usize),
             _ => 0,
@@ -160,11 +205,11 @@ impl LeafNode {
 
     /// The run of all of `entries`: what they take as one page, and how they would be
     /// coded (pass it to [`LeafNode::encode_measured`] to encode without measuring again).
-    pub fn sizer(entries: &[LeafEntry]) -> LeafSizer {
+    pub fn sizer(entries: &[LeafEntry<'_>]) -> LeafSizer {
         // For ascending keys the prefix shared with the first key is the least shared
         // with the one before so far: one comparison per key instead of two.
         let mut run = LeafSizer::default();
-        let mut previous: Option<&LeafEntry> = None;
+        let mut previous: Option<&LeafEntry<'_>> = None;
         for entry in entries {
             let stored = entry.value.stored_len();
             run = match previous {
@@ -180,13 +225,13 @@ impl LeafNode {
     }
 
     /// Bytes `entries` take when encoded as one page.
-    pub fn encoded_len(entries: &[LeafEntry]) -> usize {
+    pub fn encoded_len(entries: &[LeafEntry<'_>]) -> usize {
         Self::sizer(entries).size()
     }
 
     /// Encodes `entries` as leaf page `id` written by commit `txn` into `out` (one page,
     /// zero-filled first). The caller has checked that they fit. Does not seal.
-    pub fn encode(entries: &[LeafEntry], id: PageId, txn: u64, out: &mut [u8]) {
+    pub fn encode(entries: &[LeafEntry<'_>], id: PageId, txn: u64, out: &mut [u8]) {
         Self::encode_measured(entries, &Self::sizer(entries), id, txn, out);
     }
 
@@ -194,7 +239,7 @@ impl LeafNode {
     /// measured: a writer measures a changed leaf to see whether it must split, and the
     /// measuring is a pass of two common-prefix comparisons per key (long, for path keys).
     pub fn encode_measured(
-        entries: &[LeafEntry],
+        entries: &[LeafEntry<'_>],
         run: &LeafSizer,
         id: PageId,
         txn: u64,
@@ -271,7 +316,7 @@ mod tests {
         let entries = vec![
             LeafEntry::inline(&first, b"va"),
             LeafEntry {
-                key: second,
+                key: Cow::Owned(second),
                 value: Value::Overflow {
                     first: 77,
                     len: 5000,

@@ -7,6 +7,6 @@ mod layout;
 mod validate;
 mod view;
 
-pub use encode::{LeafEntry, LeafNode, LeafSizer, Value};
+pub use encode::{KeySpans, LeafEntry, LeafNode, LeafSizer, Value};
 pub use layout::{leaf_max_key_len, value_fits_inline};
 pub use view::{LeafView, Probe, ValueCell};
