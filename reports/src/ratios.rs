@@ -5,7 +5,7 @@
 
 use std::fmt::Write as _;
 
-use crate::order::{self, is_bug_repro};
+use crate::order::{self, is_bug_repro, shape_of};
 use crate::trace::is_headline_setting;
 use crate::{Record, Results, Status};
 
@@ -36,22 +36,40 @@ fn ok_mean(r: &Record) -> Option<f64> {
     (r.status == Status::Ok && r.ns_per_op.mean > 0.0).then_some(r.ns_per_op.mean)
 }
 
-/// Mean of `engine`'s fastest real variant (bug reproductions left out; of the trace, the
-/// 1-thread closed-loop replays only).
+/// Mean of `engine`'s fastest real variant of the plain shape (bug reproductions and
+/// variants that are other shapes, such as scans from random offsets, left out; of the
+/// trace, the 1-thread closed-loop replays only).
 fn best(results: &Results, workload: &str, dataset: &str, engine: &str) -> Option<f64> {
+    best_of_shape(results, workload, dataset, engine, None)
+}
+
+/// Mean of `engine`'s fastest real variant of `shape` (see [`shape_of`]).
+fn best_of_shape(
+    results: &Results,
+    workload: &str,
+    dataset: &str,
+    engine: &str,
+    shape: Option<&str>,
+) -> Option<f64> {
     results
         .records
         .iter()
         .filter(|r| r.workload == workload && r.dataset == dataset && r.engine == engine)
         .filter(|r| !is_bug_repro(r.variant.as_deref()))
+        .filter(|r| shape_of(r.variant.as_deref()) == shape)
         .filter(|r| is_headline_setting(r))
         .filter_map(ok_mean)
         .min_by(f64::total_cmp)
 }
 
-/// The fastest other engine on `workload` and `dataset` in `results` (each at its best
-/// real variant): its name and mean.
-fn best_other(results: &Results, workload: &str, dataset: &str) -> Option<(String, f64)> {
+/// The fastest other engine on `workload` and `dataset` in `results` at `shape` (each at
+/// its best real variant of it): its name and mean.
+fn best_other(
+    results: &Results,
+    workload: &str,
+    dataset: &str,
+    shape: Option<&str>,
+) -> Option<(String, f64)> {
     let mut engines: Vec<&str> = results
         .records
         .iter()
@@ -62,15 +80,22 @@ fn best_other(results: &Results, workload: &str, dataset: &str) -> Option<(Strin
     engines.dedup();
     engines
         .into_iter()
-        .filter_map(|e| best(results, workload, dataset, e).map(|ns| (e.to_string(), ns)))
+        .filter_map(|e| {
+            best_of_shape(results, workload, dataset, e, shape).map(|ns| (e.to_string(), ns))
+        })
         .min_by(|a, b| a.1.total_cmp(&b.1))
 }
 
-/// This engine's best over the best other engine's best.
-fn to_best_other(results: &Results, workload: &str, dataset: &str) -> Option<f64> {
+/// This engine's best over the best other engine's best, at `shape`.
+fn to_best_other(
+    results: &Results,
+    workload: &str,
+    dataset: &str,
+    shape: Option<&str>,
+) -> Option<f64> {
     div(
-        best(results, workload, dataset, ENGINE),
-        best_other(results, workload, dataset).map(|(_, ns)| ns),
+        best_of_shape(results, workload, dataset, ENGINE, shape),
+        best_other(results, workload, dataset, shape).map(|(_, ns)| ns),
     )
 }
 
@@ -94,15 +119,29 @@ fn div(a: Option<f64>, b: Option<f64>) -> Option<f64> {
     }
 }
 
-/// The ratios measured for `workload`: those to LMDB and this engine's own, then the ratio
-/// to the best other engine.
-fn ratios_of(workload: &str) -> Vec<Ratio> {
+/// The ratios measured for `workload` on `dataset` in `runs`: those to LMDB and this
+/// engine's own, then the ratio to the best other engine for each shape the runs hold
+/// (the plain one first).
+fn ratios_of(workload: &str, dataset: &str, runs: &[Results]) -> Vec<Ratio> {
     let mut ratios = ratios_to_lmdb(workload);
-    let w = workload.to_string();
-    ratios.push((
-        "aimeta / best other engine".into(),
-        Box::new(move |r: &Results, ds: &str| to_best_other(r, &w, ds)),
-    ));
+    let mut shapes: Vec<Option<String>> = vec![None];
+    for rec in runs.iter().flat_map(|r| &r.records) {
+        let shape = shape_of(rec.variant.as_deref()).map(str::to_string);
+        if rec.workload == workload && rec.dataset == dataset && !shapes.contains(&shape) {
+            shapes.push(shape);
+        }
+    }
+    for shape in shapes {
+        let w = workload.to_string();
+        let what = match &shape {
+            None => "aimeta / best other engine".to_string(),
+            Some(s) => format!("aimeta / best other engine, {s}"),
+        };
+        ratios.push((
+            what,
+            Box::new(move |r: &Results, ds: &str| to_best_other(r, &w, ds, shape.as_deref())),
+        ));
+    }
     ratios
 }
 
@@ -194,7 +233,7 @@ pub fn ratio_rows(runs: &[Results]) -> Vec<RatioRow> {
     let mut out = Vec::new();
     for w in workloads {
         for &(_, ds) in datasets.iter().filter(|(dw, _)| *dw == w) {
-            for (what, f) in ratios_of(w) {
+            for (what, f) in ratios_of(w, ds, runs) {
                 let per_run: Vec<f64> = runs.iter().map(|r| f(r, ds).unwrap_or(f64::NAN)).collect();
                 if per_run.iter().all(|x| x.is_nan()) {
                     continue;
@@ -388,6 +427,13 @@ mod tests {
         fast_rocks
             .records
             .push(rec("manifest_scan", "rocksdb", Some("full_frame"), 0.1));
+        // Scans from random offsets are another shape: compared only with each other.
+        fast_rocks
+            .records
+            .push(rec("manifest_scan", "aimeta", Some("offset_uniform"), 1.0));
+        fast_rocks
+            .records
+            .push(rec("manifest_scan", "lmdb", Some("offset_uniform"), 4.0));
         let runs = [fast_rocks, run(20.0, 10.0), run(10.0, 15.0)];
         let rows = ratio_rows(&runs);
         let row = rows
@@ -398,5 +444,10 @@ mod tests {
         // Run 1: RocksDB's 2.5 (its bug-reproduction variant left out); runs 2 and 3: LMDB.
         assert_eq!(row.per_run, vec![2.0, 2.0, 1.0]);
         assert_eq!(row.median(), 2.0);
+        let offset = rows
+            .iter()
+            .find(|r| r.what == "aimeta / best other engine, offset_uniform")
+            .map(RatioRow::median);
+        assert_eq!(offset, Some(0.25), "{rows:?}");
     }
 }
