@@ -39,7 +39,8 @@ enum Command {
     /// Reproduce the seed report: scans and longest-prefix lookups beyond the pool, with
     /// this engine in its full-frame reproduction of the bug and in its paged mode.
     Repro(cli_repro::ReproArgs),
-    /// This engine's ratios to LMDB in each results file, and their medians.
+    /// This engine's ratios to LMDB and to the best other engine (per shape) in each
+    /// results file, and their medians.
     Ratios {
         /// Results files of `ai-meta run` (same scale and settings).
         #[arg(required = true)]
