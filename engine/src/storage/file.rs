@@ -149,15 +149,7 @@ impl FileStorage {
                     direct.enabled.store(false, Ordering::Relaxed);
                     Ok(false)
                 }
-                Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
-                    Err(StorageError::ShortRead {
-                        path: self.path.clone(),
-                        offset,
-                        wanted: buf.len(),
-                        file_len: self.len().unwrap_or(0),
-                    })
-                }
-                Err(e) => Err(StorageError::io("read", &self.path, offset, e)),
+                Err(e) => Err(self.read_error(e, offset, buf.len())),
             }
         })
     }
@@ -203,17 +195,23 @@ impl FileStorage {
     }
 
     fn pread(&self, buf: &mut [u8], offset: u64) -> Result<(), StorageError> {
-        match self.file.read_exact_at(buf, offset) {
-            Ok(()) => Ok(()),
-            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
-                Err(StorageError::ShortRead {
-                    path: self.path.clone(),
-                    offset,
-                    wanted: buf.len(),
-                    file_len: self.len().unwrap_or(0),
-                })
+        self.file
+            .read_exact_at(buf, offset)
+            .map_err(|e| self.read_error(e, offset, buf.len()))
+    }
+
+    /// The error of a failed read of `wanted` bytes at `offset`: a read that meets the end of
+    /// the file is a [`StorageError::ShortRead`].
+    fn read_error(&self, e: std::io::Error, offset: u64, wanted: usize) -> StorageError {
+        if e.kind() == std::io::ErrorKind::UnexpectedEof {
+            StorageError::ShortRead {
+                path: self.path.clone(),
+                offset,
+                wanted,
+                file_len: self.len().unwrap_or(0),
             }
-            Err(e) => Err(StorageError::io("read", &self.path, offset, e)),
+        } else {
+            StorageError::io("read", &self.path, offset, e)
         }
     }
 }
