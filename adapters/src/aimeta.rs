@@ -7,7 +7,7 @@
 
 use std::path::{Path, PathBuf};
 
-use aimeta_engine::{DataReads, KeyItem, Readable, ScanIo, Tree, TreeConfig, WriteBatch};
+use aimeta_engine::{DataReads, KeyItem, Mutation, Readable, ScanIo, Tree, TreeConfig, WriteBatch};
 
 use crate::api::{
     BatchOp, Capabilities, CasOutcome, Durability, IoCounters, KvEngine, KvPair, ListItem,
@@ -205,15 +205,17 @@ impl KvEngine for AimetaEngine {
 
     fn write_batch(&self, ops: &[BatchOp<'_>]) -> Result<()> {
         emul::check_batch(NAME, ops)?;
-        let mut batch = aimeta_engine::WriteBatch::new();
-        for op in ops {
-            match *op {
-                BatchOp::Put { key, value } => batch.put(key, value),
-                BatchOp::Delete { key: [] } => &mut batch,
-                BatchOp::Delete { key } => batch.delete(key),
-            };
-        }
-        self.tree.apply_batch(&batch).map_err(berr("write_batch"))
+        // Borrowed, not copied into a WriteBatch: the trace's insert batches carry keys
+        // of up to 247 chain segments (docs/performance.md).
+        let mutations: Vec<Mutation<'_>> = ops
+            .iter()
+            .filter_map(|op| match *op {
+                BatchOp::Put { key, value } => Some(Mutation::Put(key, value)),
+                BatchOp::Delete { key: [] } => None,
+                BatchOp::Delete { key } => Some(Mutation::Delete(key)),
+            })
+            .collect();
+        self.tree.apply(&mutations).map_err(berr("write_batch"))
     }
 
     fn compare_and_swap(

@@ -69,7 +69,7 @@ pub mod testing;
 mod tree;
 mod wal;
 
-pub use btree::{CheckReport, KeyItem, MAX_KEY_LEN, MAX_VALUE_LEN};
+pub use btree::{CheckReport, KeyItem, Mutation, MAX_KEY_LEN, MAX_VALUE_LEN};
 pub use error::{Error, OpenError, PageError, PageErrorKind, Result, StorageError, WalError};
 /// What is wrong with a page's layout, carried by [`PageError::Corrupt`].
 pub use page::Corruption;

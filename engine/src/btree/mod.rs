@@ -23,4 +23,4 @@ pub use lpm::longest_prefix_in;
 pub use read::{count_range, get_value, leaf_page_of, read_value};
 pub use version::Version;
 pub(crate) use warm::warm_inner_levels;
-pub use write::{Mutation, WriteTxn};
+pub use write::{Mutation, WriteScratch, WriteTxn};

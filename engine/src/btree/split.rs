@@ -123,17 +123,17 @@ pub fn cut_points(sizes: &[usize], fixed: usize, page_size: usize, append: bool)
 }
 
 /// [`cut_runs`] for leaf entries (ascending), with exact sizes: each piece gets its own
-/// prefix and restarts. The common prefix of each key with the one before is taken once:
-/// for ascending keys the prefix a run's keys share is the least of those, so measuring
+/// prefix and restarts. `lcp_prev` holds each key's common prefix with the one before
+/// (the writer has it from the decoded leaf, `LeafNode::decode_borrowed`): for ascending keys the prefix a run's keys share is the least of those, so measuring
 /// any run is then arithmetic, not the two key comparisons per entry (each up to a
 /// kilobyte for path keys) that measuring every candidate piece from its keys would take.
-pub fn leaf_cut_points(entries: &[LeafEntry<'_>], page_size: usize, append: bool) -> Vec<usize> {
-    let lcp_prev: Vec<usize> = (0..entries.len())
-        .map(|i| match i {
-            0 => 0,
-            _ => lcp(&entries[i - 1].key, &entries[i].key),
-        })
-        .collect();
+pub fn leaf_cut_points(
+    entries: &[LeafEntry<'_>],
+    lcp_prev: &[u32],
+    page_size: usize,
+    append: bool,
+) -> Vec<usize> {
+    debug_assert_eq!(entries.len(), lcp_prev.len());
     cut_runs(
         entries.len(),
         LeafSizer::default(),
@@ -143,7 +143,8 @@ pub fn leaf_cut_points(entries: &[LeafEntry<'_>], page_size: usize, append: bool
             if i == first {
                 run.with(e.key.len(), 0, e.key.len(), stored)
             } else {
-                run.with(e.key.len(), lcp_prev[i], lcp_prev[i], stored)
+                let shared = lcp_prev[i] as usize;
+                run.with(e.key.len(), shared, shared, stored)
             }
         },
         LeafSizer::size,
@@ -164,6 +165,12 @@ mod tests {
     use crate::page::LeafNode;
     use crate::test_rng::{key, seeded};
     use rand::RngExt as _;
+
+    fn cuts_of(entries: &[LeafEntry<'_>], page_size: usize, append: bool) -> Vec<usize> {
+        let mut lcps = Vec::new();
+        LeafNode::lcps_of(entries, &mut lcps);
+        leaf_cut_points(entries, &lcps, page_size, append)
+    }
 
     #[test]
     fn balanced_and_append_cuts() {
@@ -189,7 +196,7 @@ mod tests {
                 .iter()
                 .map(|k| LeafEntry::inline(k, &[7u8; 40]))
                 .collect();
-            let cuts = leaf_cut_points(&entries, 4096, append);
+            let cuts = cuts_of(&entries, 4096, append);
             assert!(!cuts.is_empty());
             let mut b = vec![0];
             b.extend(&cuts);
@@ -206,10 +213,10 @@ mod tests {
         let entries: Vec<_> = (0..60u32)
             .map(|i| LeafEntry::inline(format!("key-{i:04}").as_bytes(), &[1u8; 100]))
             .collect();
-        assert!(leaf_cut_points(&entries, 8192, false).is_empty());
-        let cuts = leaf_cut_points(&entries, 4096, false);
+        assert!(cuts_of(&entries, 8192, false).is_empty());
+        let cuts = cuts_of(&entries, 4096, false);
         assert_eq!(cuts, vec![30], "equal entries split in the middle");
-        let appended = leaf_cut_points(&entries, 4096, true);
+        let appended = cuts_of(&entries, 4096, true);
         assert_eq!(appended.len(), 1);
         assert!(appended[0] > 30, "appends fill the left page: {appended:?}");
         let left = LeafNode::encoded_len(&entries[..appended[0]]);
@@ -250,11 +257,7 @@ mod tests {
                 }
             }
             if let Some((cut, _)) = want {
-                assert_eq!(
-                    leaf_cut_points(&entries, 4096, false),
-                    vec![cut],
-                    "round {round}"
-                );
+                assert_eq!(cuts_of(&entries, 4096, false), vec![cut], "round {round}");
                 checked += 1;
             }
         }

@@ -14,12 +14,15 @@ use crate::error::{Error, Result};
 use crate::frame::Allocator;
 use crate::page::{decode_overflow_run, encode_overflow_run, KeyLengths};
 use crate::page::{
-    overflow_pages_for, value_fits_inline, InnerNode, InnerView, KeySpans, LeafEntry, LeafNode,
-    LeafView, PageHeader, PageId, Value, ValueCell, INNER_FIXED,
+    overflow_pages_for, value_fits_inline, InnerNode, InnerView, LeafEntry, LeafNode, LeafView,
+    PageHeader, PageId, Value, ValueCell, INNER_FIXED,
 };
 use crate::pool::{Access, BufferPool, Page};
 
 mod group;
+mod scratch;
+
+pub use scratch::WriteScratch;
 
 /// One change in a batch.
 #[derive(Debug, Clone, Copy)]
@@ -33,7 +36,7 @@ pub enum Mutation<'a> {
 impl<'a> Mutation<'a> {
     /// The mutations of logged or batched operations, `(key, Some(value))` a put and
     /// `(key, None)` a delete, in their order.
-    pub fn all_of(ops: &'a [(Vec<u8>, Option<Vec<u8>>)]) -> Vec<Mutation<'a>> {
+    pub(crate) fn all_of(ops: &'a [(Vec<u8>, Option<Vec<u8>>)]) -> Vec<Mutation<'a>> {
         ops.iter()
             .map(|(k, v)| match v {
                 Some(v) => Mutation::Put(k, v),
@@ -103,16 +106,14 @@ pub struct WriteTxn<'a> {
     runs: HashMap<PageId, u64>,
     overflow: HashMap<PageId, Vec<u8>>,
     frees: Vec<Freed>,
-    /// The mutations applied, encoded for the log (when logging).
+    /// The log record of the mutations applied (when logging): their count, and the
+    /// record begun in place (`wal::start_record`) with them encoded after its header.
     log: Option<(u32, Vec<u8>)>,
     /// The lengths of the keys put, for the new version's key-length set.
     put_lengths: KeyLengths,
-    /// Buffers a changed leaf is decoded into, reused from leaf to leaf: a copy of its
-    /// image (its values are borrowed from there), its whole keys one after another, and
-    /// where each key lies.
-    leaf_image: Vec<u8>,
-    leaf_keys: Vec<u8>,
-    leaf_spans: KeySpans,
+    /// Buffers reused from leaf to leaf and, through the writer, from commit to commit
+    /// (the log record's buffer among them while `log` does not hold it).
+    scratch: WriteScratch,
 }
 
 /// What a committed transaction produced.
@@ -155,21 +156,42 @@ impl<'a> WriteTxn<'a> {
             frees: Vec::new(),
             log: None,
             put_lengths: KeyLengths::empty(),
-            leaf_image: Vec::new(),
-            leaf_keys: Vec::new(),
-            leaf_spans: KeySpans::new(),
+            scratch: WriteScratch::new(),
         }
+    }
+
+    /// Reuses the buffers an earlier transaction returned with [`WriteTxn::take_scratch`].
+    /// Call it before [`WriteTxn::with_log`], which takes the log's buffer from them.
+    pub fn with_scratch(mut self, scratch: WriteScratch) -> Self {
+        self.scratch = scratch;
+        self
     }
 
     /// Records every applied mutation for the write-ahead log.
     pub fn with_log(mut self) -> Self {
-        self.log = Some((0, Vec::new()));
+        let mut record = std::mem::take(&mut self.scratch.log);
+        crate::wal::start_record(&mut record);
+        self.log = Some((0, record));
         self
     }
 
     /// The mutations applied so far, encoded for the log: (count, payload).
+    #[cfg(test)]
     pub fn log_payload(&self) -> Option<(u32, &[u8])> {
-        self.log.as_ref().map(|(n, p)| (*n, p.as_slice()))
+        self.log
+            .as_ref()
+            .map(|(n, r)| (*n, &r[crate::wal::OPS_AT..]))
+    }
+
+    /// The log record begun by [`WriteTxn::with_log`], holding every mutation applied, to
+    /// be sealed and appended in place (`Wal::append_started`): (count, record).
+    pub fn take_log(&mut self) -> Option<(u32, Vec<u8>)> {
+        self.log.take()
+    }
+
+    /// The reusable buffers, for the next transaction's [`WriteTxn::with_scratch`].
+    pub fn take_scratch(&mut self) -> WriteScratch {
+        std::mem::take(&mut self.scratch)
     }
 
     /// True when nothing has changed.
@@ -321,6 +343,16 @@ impl<'a> WriteTxn<'a> {
         let Some((n, payload)) = &mut self.log else {
             return;
         };
+        // Sized first: a batch of long keys would otherwise grow the record by doubling.
+        payload.reserve(
+            mutations
+                .iter()
+                .map(|m| match *m {
+                    Mutation::Put(k, v) => crate::wal::encoded_op_len(k, Some(v)),
+                    Mutation::Delete(k) => crate::wal::encoded_op_len(k, None),
+                })
+                .sum(),
+        );
         for m in mutations {
             match *m {
                 Mutation::Put(k, v) => crate::wal::encode_ops(payload, k, Some(v)),
@@ -392,24 +424,32 @@ impl<'a> WriteTxn<'a> {
     }
 
     /// Encodes leaf entries into one or more private pages, the first in place of `l`.
-    fn write_leaf(&mut self, l: &Loaded, entries: &[LeafEntry<'_>], append: bool) -> Vec<Piece> {
+    fn write_leaf(
+        &mut self,
+        l: &Loaded,
+        entries: &[LeafEntry<'_>],
+        lcps: &[u32],
+        append: bool,
+    ) -> Vec<Piece> {
         let first = self.target(l);
-        self.encode_leaf(first, entries, append)
+        self.encode_leaf(first, entries, lcps, append)
     }
 
     /// Encodes leaf entries into private pages: `first` (already allocated) and as many
-    /// new ones as its cuts need.
+    /// new ones as its cuts need. `lcps` holds each entry's common prefix with the entry
+    /// before it ([`LeafNode::sizer_with`]), so that no pass compares the keys again.
     fn encode_leaf(
         &mut self,
         first: PageId,
         entries: &[LeafEntry<'_>],
+        lcps: &[u32],
         append: bool,
     ) -> Vec<Piece> {
         // Most changes leave the leaf within its page: measured once, encoded once.
-        let whole = LeafNode::sizer(entries);
+        let whole = LeafNode::sizer_with(entries, lcps);
         if whole.size() <= self.ps {
             let mut buf = vec![0u8; self.ps];
-            LeafNode::encode_measured(entries, &whole, first, self.seq, &mut buf);
+            LeafNode::encode_measured(entries, lcps, &whole, first, self.seq, &mut buf);
             self.pages.insert(first, buf);
             return vec![Piece {
                 sep: None,
@@ -418,18 +458,18 @@ impl<'a> WriteTxn<'a> {
                 bytes: whole.size(),
             }];
         }
-        let cuts = leaf_cut_points(entries, self.ps, append);
+        let cuts = leaf_cut_points(entries, lcps, self.ps, append);
         let mut bounds = vec![0];
         bounds.extend(&cuts);
         bounds.push(entries.len());
         let mut pieces = Vec::with_capacity(bounds.len() - 1);
         for w in bounds.windows(2) {
-            let group = &entries[w[0]..w[1]];
+            let (group, group_lcps) = (&entries[w[0]..w[1]], &lcps[w[0]..w[1]]);
             let id = if w[0] == 0 { first } else { self.alloc_page() };
             let mut buf = vec![0u8; self.ps];
             // Each piece measured once, for its encoding and its size.
-            let run = LeafNode::sizer(group);
-            LeafNode::encode_measured(group, &run, id, self.seq, &mut buf);
+            let run = LeafNode::sizer_with(group, group_lcps);
+            LeafNode::encode_measured(group, group_lcps, &run, id, self.seq, &mut buf);
             let sep = (w[0] > 0).then(|| shortest_separator(&entries[w[0] - 1].key, &group[0].key));
             pieces.push(Piece {
                 sep,

@@ -130,20 +130,25 @@ impl Tree {
     /// ran one after another (for a repeated key the last one wins), and the log records
     /// them in that order. They reach the pages sorted by key, each page changed once.
     pub fn apply_batch(&self, batch: &WriteBatch) -> Result<()> {
-        for (k, v) in &batch.ops {
-            match v {
-                Some(v) => {
+        self.apply(&Mutation::all_of(&batch.ops))
+    }
+
+    /// [`Tree::apply_batch`] on operations that borrow their keys and values: for a
+    /// caller that already holds them, it saves copying each into a [`WriteBatch`].
+    pub fn apply(&self, mutations: &[Mutation<'_>]) -> Result<()> {
+        for m in mutations {
+            match *m {
+                Mutation::Put(k, v) => {
                     check_key(k)?;
                     check_value(v)?;
                 }
                 // An over-long key is absent: its delete is a no-op mutation.
-                None => {
+                Mutation::Delete(k) => {
                     check_delete_key(k)?;
                 }
             }
         }
-        let mutations = Mutation::all_of(&batch.ops);
-        self.write(|txn| txn.apply_all(&mutations).map(|_| ()))
+        self.write(|txn| txn.apply_all(mutations).map(|_| ()))
     }
 
     /// Runs `f` in a write transaction and commits what it changed.

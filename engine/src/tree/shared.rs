@@ -19,7 +19,7 @@ use arc_swap::{ArcSwap, Guard};
 use super::background::Signal;
 use super::config::{Durability, TreeConfig};
 use super::open::{write_superblock, Opened};
-use crate::btree::{self, CheckReport, Mutation, Version, WriteTxn};
+use crate::btree::{self, CheckReport, Mutation, Version, WriteScratch, WriteTxn};
 use crate::error::{Error, Result};
 use crate::frame::{Allocator, Recoverable};
 use crate::page::{
@@ -39,6 +39,8 @@ struct Writer {
     generation: u64,
     next_slot: u8,
     freelist_pages: Vec<PageId>,
+    /// The last transaction's buffers, for the next one.
+    scratch: WriteScratch,
 }
 
 /// Log and checkpoint counters.
@@ -110,6 +112,7 @@ impl Shared {
                 next_slot: opened.slot ^ 1,
                 freelist_pages: opened.freelist_pages,
                 alloc: opened.alloc,
+                scratch: WriteScratch::new(),
             }),
             live: Mutex::new(VecDeque::new()),
             readahead_pages: config.readahead_bytes as usize / opened.pool.geometry().page_bytes(),
@@ -221,7 +224,8 @@ impl Shared {
         let mut w = lock(&self.writer);
         let cur = self.current.load_full();
         let seq = w.seq + 1;
-        let (committed, r) = {
+        let scratch = std::mem::take(&mut w.scratch);
+        let (committed, r, scratch) = {
             let mut txn = WriteTxn::new(
                 &self.pool,
                 &mut w.alloc,
@@ -229,28 +233,35 @@ impl Shared {
                 cur.root.as_ref().map(|p| p.id()),
                 cur.height,
                 cur.entries,
-            );
+            )
+            .with_scratch(scratch);
             if self.logging() {
                 txn = txn.with_log();
             }
             let r = f(&mut txn)?;
             if txn.is_empty() {
+                let scratch = txn.take_scratch();
+                drop(txn);
+                w.scratch = scratch.trimmed();
                 return Ok(r);
             }
-            if let Some((n, payload)) = txn.log_payload() {
-                if let Err(e) = self.wal.append(seq, n, payload) {
+            let mut scratch = txn.take_scratch();
+            if let Some((n, mut record)) = txn.take_log() {
+                if let Err(e) = self.wal.append_started(seq, n, &mut record) {
                     self.poison(format!("appending commit {seq} to the log failed: {e}"));
                     return Err(e);
                 }
+                scratch.log = record;
             }
             match txn.commit() {
-                Ok(c) => (c, r),
+                Ok(c) => (c, r, scratch),
                 Err(e) => {
                     self.poison(format!("commit {seq} failed after it was logged: {e}"));
                     return Err(e);
                 }
             }
         };
+        w.scratch = scratch.trimmed();
         w.seq = seq;
         let mut lengths = cur.key_lengths;
         lengths.union(&committed.put_lengths);

@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 
 use super::record::{
-    decode_header, encode_header, frame_record, holds_record_of, parse_record, synced_record_after,
+    decode_header, encode_header, holds_record_of, parse_record, seal_record, synced_record_after,
     HeaderReject, Parsed,
 };
 use super::{Record, WalError, FILE_HEADER_LEN, WAL_VERSION};
@@ -23,7 +23,6 @@ struct Files {
     active: usize,
     end: u64,
     bytes: u64,
-    frame: Vec<u8>,
 }
 
 struct SyncState {
@@ -228,7 +227,6 @@ impl Wal {
                 active,
                 end,
                 bytes: 0,
-                frame: Vec::new(),
             }),
             sync: Mutex::new(SyncState {
                 synced: appended,
@@ -249,17 +247,32 @@ impl Wal {
         })
     }
 
-    /// Appends commit `seq` (`n_ops` mutations encoded in `ops`) and hands it to the OS.
+    /// Appends commit `seq` (`n_ops` mutations encoded in `ops`) and hands it to the OS:
+    /// the tests' way in; the tree builds its records in place ([`Wal::append_started`]).
+    #[cfg(test)]
     pub fn append(&self, seq: u64, n_ops: u32, ops: &[u8]) -> Result<()> {
+        let mut record = Vec::new();
+        super::start_record(&mut record);
+        record.extend_from_slice(ops);
+        self.append_started(seq, n_ops, &mut record)
+    }
+
+    /// Appends commit `seq`, built in place: `record` was begun with
+    /// [`start_record`](super::start_record) and holds `n_ops` encoded mutations after
+    /// it; this seals it (header and checksum) and appends it, without copying it.
+    pub fn append_started(&self, seq: u64, n_ops: u32, record: &mut Vec<u8>) -> Result<()> {
         let mut st = lock(&self.state);
-        let mut frame = std::mem::take(&mut st.frame);
         let synced = lock(&self.sync).synced;
         let epoch = st.epoch[st.active];
-        frame_record(epoch, seq, synced, n_ops, ops, &mut frame);
+        seal_record(epoch, seq, synced, n_ops, record);
+        self.write_record(&mut st, seq, record)
+    }
+
+    /// Writes a sealed record at the end of the active file.
+    fn write_record(&self, st: &mut Files, seq: u64, frame: &[u8]) -> Result<()> {
         let active = st.active;
-        let r = st.files[active].write_at(&frame, st.end);
+        let r = st.files[active].write_at(frame, st.end);
         let len = frame.len() as u64;
-        st.frame = frame;
         r?;
         st.end += len;
         st.bytes += len;

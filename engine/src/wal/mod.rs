@@ -10,4 +10,6 @@ mod record;
 
 pub use error::WalError;
 pub use log::{Wal, WalOpened, WAL_FILES};
-pub use record::{encode_ops, Record, FILE_HEADER_LEN, WAL_VERSION};
+#[cfg(test)]
+pub use record::OPS_AT;
+pub use record::{encode_ops, encoded_op_len, start_record, Record, FILE_HEADER_LEN, WAL_VERSION};

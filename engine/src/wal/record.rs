@@ -165,19 +165,50 @@ pub fn encode_ops(payload: &mut Vec<u8>, key: &[u8], value: Option<&[u8]>) {
 }
 
 /// Frames `n_ops` encoded mutations as record `seq`, padded to 8 bytes; `synced` is the
-/// newest commit known to be on disk.
+/// newest commit known to be on disk. The tests' way to build a record; the log builds
+/// its records in place ([`start_record`], [`seal_record`]).
+#[cfg(test)]
 pub fn frame_record(epoch: u64, seq: u64, synced: u64, n_ops: u32, ops: &[u8], out: &mut Vec<u8>) {
+    start_record(out);
+    out.extend_from_slice(ops);
+    seal_record(epoch, seq, synced, n_ops, out);
+}
+
+/// Offset of the encoded mutations in a record: after its header and the op count.
+pub const OPS_AT: usize = RECORD_HEADER_LEN + size_of::<u32>();
+
+/// Clears `out` to a record with room for its header and op count: the mutations are
+/// encoded after it with [`encode_ops`], and [`seal_record`] fills the header in place,
+/// so that a commit's mutations are written into their record once, not copied into it.
+pub fn start_record(out: &mut Vec<u8>) {
     out.clear();
-    let len = size_of::<u32>() + ops.len();
-    out.resize(RECORD_HEADER_LEN, 0);
+    out.resize(OPS_AT, 0);
+}
+
+/// Completes the record [`start_record`] began in `out` (holding `n_ops` mutations after
+/// [`OPS_AT`]) as record `seq`: header, checksum, zero padding to 8 bytes.
+pub fn seal_record(epoch: u64, seq: u64, synced: u64, n_ops: u32, out: &mut Vec<u8>) {
+    debug_assert!(
+        out.len() >= OPS_AT,
+        "a record is started before it is sealed"
+    );
+    let len = out.len() - RECORD_HEADER_LEN;
     write_u32(out, RECORD_LEN_AT, len as u32);
     write_u64(out, RECORD_SEQ_AT, seq);
     write_u64(out, SYNCED_AT, synced);
-    out.extend_from_slice(&n_ops.to_le_bytes());
-    out.extend_from_slice(ops);
+    write_u32(out, RECORD_HEADER_LEN, n_ops);
     let crc = record_crc(epoch, &out[RECORD_LEN_AT..]);
     write_u32(out, RECORD_CRC_AT, crc);
     out.resize(out.len().div_ceil(ALIGN) * ALIGN, 0);
+}
+
+/// Bytes [`encode_ops`] appends for a mutation of `key` and `value` (None: a delete).
+pub fn encoded_op_len(key: &[u8], value: Option<&[u8]>) -> usize {
+    let lengths = size_of::<u8>() + size_of::<u32>();
+    match value {
+        Some(v) => lengths + size_of::<u32>() + key.len() + v.len(),
+        None => lengths + key.len(),
+    }
 }
 
 fn record_crc(epoch: u64, body: &[u8]) -> u32 {
@@ -333,6 +364,19 @@ mod tests {
         assert!(rec[24 + len..].iter().all(|&b| b == 0), "padding");
         let crc = crc32c::crc32c_append(crc32c::crc32c(&9u64.to_le_bytes()), &rec[4..24 + len]);
         assert_eq!(read_u32(&rec, 0), crc);
+        assert_eq!(OPS_AT, 28);
+        assert_eq!(
+            encoded_op_len(b"key", Some(b"value")) + encoded_op_len(b"gone", None),
+            ops.len()
+        );
+
+        // Built in place (a buffer reused from a longer record), the same bytes.
+        let mut in_place = vec![0xAB; 200];
+        start_record(&mut in_place);
+        encode_ops(&mut in_place, b"key", Some(b"value"));
+        encode_ops(&mut in_place, b"gone", None);
+        seal_record(9, 0x11, 0x10, 2, &mut in_place);
+        assert_eq!(in_place, rec);
     }
 
     #[test]

@@ -103,8 +103,10 @@ impl WriteTxn<'_> {
         }
         let first = self.alloc_page();
         self.height = 1;
+        let mut lcps = Vec::new();
+        LeafNode::lcps_of(&entries, &mut lcps);
         Change::Replace {
-            pieces: self.encode_leaf(first, &entries, true),
+            pieces: self.encode_leaf(first, &entries, &lcps, true),
             delta: entries.len() as i64,
         }
     }
@@ -288,15 +290,24 @@ impl WriteTxn<'_> {
             );
         // The leaf is decoded into buffers taken from the transaction, so that its entries
         // borrow them (and the mutations) while `self` changes.
-        let mut image = std::mem::take(&mut self.leaf_image);
+        let mut image = std::mem::take(&mut self.scratch.leaf_image);
         image.clear();
         image.extend_from_slice(self.bytes(&l));
-        let mut keys = std::mem::take(&mut self.leaf_keys);
-        let mut spans = std::mem::take(&mut self.leaf_spans);
-        let change = self.merge_leaf(&l, &image, &mut keys, &mut spans, mutations, &found, append);
-        self.leaf_image = image;
-        self.leaf_keys = keys;
-        self.leaf_spans = spans;
+        let mut keys = std::mem::take(&mut self.scratch.leaf_keys);
+        let mut spans = std::mem::take(&mut self.scratch.leaf_spans);
+        let mut lcps = std::mem::take(&mut self.scratch.leaf_lcps);
+        let change = self.merge_leaf(
+            &l,
+            &image,
+            (&mut keys, &mut spans, &mut lcps),
+            mutations,
+            &found,
+            append,
+        );
+        self.scratch.leaf_image = image;
+        self.scratch.leaf_keys = keys;
+        self.scratch.leaf_spans = spans;
+        self.scratch.leaf_lcps = lcps;
         Ok(change)
     }
 
@@ -307,23 +318,26 @@ impl WriteTxn<'_> {
         &mut self,
         l: &Loaded,
         image: &[u8],
-        keys: &mut Vec<u8>,
-        spans: &mut KeySpans,
+        (keys, spans, old_lcps): (&mut Vec<u8>, &mut KeySpans, &mut Vec<u32>),
         mutations: &[Mutation<'_>],
         found: &[std::result::Result<usize, usize>],
         append: bool,
     ) -> Change {
-        let old = LeafNode::decode_borrowed(&LeafView::new(image), keys, spans);
-        let mut entries = Vec::with_capacity(old.len() + mutations.len());
+        let old = LeafNode::decode_borrowed(&LeafView::new(image), keys, spans, old_lcps);
+        let mut merged = MergedLeaf::new(old.len() + mutations.len(), old_lcps);
+        merged.lcps = std::mem::take(&mut self.scratch.merged_lcps);
+        merged.lcps.clear();
         let mut delta = 0i64;
-        let mut rest = old.into_iter();
+        let mut rest = old.into_iter().enumerate();
         let mut next = 0;
         for (m, at) in mutations.iter().zip(found.iter().copied()) {
             let (before, present) = match at {
                 Ok(i) => (i, true),
                 Err(i) => (i, false),
             };
-            entries.extend(rest.by_ref().take(before - next));
+            for (j, e) in rest.by_ref().take(before - next) {
+                merged.push_old(j, e);
+            }
             next = before;
             let old_entry = if present {
                 next += 1;
@@ -333,34 +347,90 @@ impl WriteTxn<'_> {
             };
             match (*m, old_entry) {
                 (Mutation::Delete(_), None) => {}
-                (Mutation::Delete(_), Some(gone)) => {
+                (Mutation::Delete(_), Some((_, gone))) => {
                     self.free_value(&gone.value);
                     delta -= 1;
                 }
-                (Mutation::Put(k, v), Some(mut kept)) => {
+                (Mutation::Put(k, v), Some((j, mut kept))) => {
                     self.free_value(&kept.value);
                     kept.value = self.store_value(k, v);
-                    entries.push(kept);
+                    merged.push_old(j, kept);
                 }
                 (Mutation::Put(k, v), None) => {
-                    entries.push(LeafEntry {
+                    let value = self.store_value(k, v);
+                    merged.push_new(LeafEntry {
                         key: k.into(),
-                        value: self.store_value(k, v),
+                        value,
                     });
                     delta += 1;
                 }
             }
         }
-        entries.extend(rest);
-        if entries.is_empty() {
+        for (j, e) in rest {
+            merged.push_old(j, e);
+        }
+        let MergedLeaf { entries, lcps, .. } = merged;
+        let change = if entries.is_empty() {
             self.retire(l);
-            return Change::Replace {
+            Change::Replace {
                 pieces: Vec::new(),
                 delta,
-            };
+            }
+        } else {
+            let pieces = self.write_leaf(l, &entries, &lcps, append);
+            Change::Replace { pieces, delta }
+        };
+        self.scratch.merged_lcps = lcps;
+        change
+    }
+}
+
+/// A changed leaf's entries as they are merged, with each one's common prefix with the
+/// entry before it: known from the old page while two entries were neighbours there (or
+/// only deleted entries lay between them: for ascending keys the common prefix of two
+/// keys is the least of those between them), compared only beside a new key.
+struct MergedLeaf<'e, 'o> {
+    entries: Vec<LeafEntry<'e>>,
+    lcps: Vec<u32>,
+    /// The old page's common prefixes, by old entry.
+    old_lcps: &'o [u32],
+    /// The old entry the last pushed entry was, if it was one.
+    last_old: Option<usize>,
+}
+
+impl<'e, 'o> MergedLeaf<'e, 'o> {
+    fn new(capacity: usize, old_lcps: &'o [u32]) -> Self {
+        MergedLeaf {
+            entries: Vec::with_capacity(capacity),
+            lcps: Vec::new(),
+            old_lcps,
+            last_old: None,
         }
-        let pieces = self.write_leaf(l, &entries, append);
-        Change::Replace { pieces, delta }
+    }
+
+    /// Appends old entry `j`.
+    fn push_old(&mut self, j: usize, entry: LeafEntry<'e>) {
+        let lcp_prev = match (self.entries.last(), self.last_old) {
+            (None, _) => 0,
+            (Some(_), Some(i)) if i < j => {
+                self.old_lcps[i + 1..=j].iter().copied().min().unwrap_or(0)
+            }
+            (Some(previous), _) => lcp(&previous.key, &entry.key) as u32,
+        };
+        self.lcps.push(lcp_prev);
+        self.entries.push(entry);
+        self.last_old = Some(j);
+    }
+
+    /// Appends a new entry.
+    fn push_new(&mut self, entry: LeafEntry<'e>) {
+        let lcp_prev = match self.entries.last() {
+            None => 0,
+            Some(previous) => lcp(&previous.key, &entry.key) as u32,
+        };
+        self.lcps.push(lcp_prev);
+        self.entries.push(entry);
+        self.last_old = None;
     }
 }
 

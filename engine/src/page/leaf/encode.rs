@@ -139,6 +139,12 @@ impl LeafSizer {
     pub fn size(&self) -> usize {
         self.choice().1
     }
+
+    /// The page prefix the run is encoded with.
+    #[inline]
+    pub fn prefix_len(&self) -> usize {
+        self.prefix_len
+    }
 }
 
 /// A leaf decoded for modification by a writer.
@@ -156,7 +162,8 @@ impl LeafNode {
     pub fn decode(view: &LeafView<'_>) -> Self {
         let mut keys = Vec::new();
         let mut spans = KeySpans::new();
-        let entries = Self::decode_borrowed(view, &mut keys, &mut spans)
+        let mut lcps = Vec::new();
+        let entries = Self::decode_borrowed(view, &mut keys, &mut spans, &mut lcps)
             .into_iter()
             .map(|e| LeafEntry {
                 key: Cow::Owned(e.key.into_owned()),
@@ -168,21 +175,45 @@ impl LeafNode {
 
     /// Decodes a validated leaf page into entries that borrow: the whole keys are written
     /// one after another into `keys` (their places into `spans`; both cleared first and
-    /// reused by the caller from leaf to leaf), the values are the page's own bytes.
+    /// reused by the caller from leaf to leaf), the values are the page's own bytes. Each
+    /// key's common prefix with the key before it goes to `lcps` (0 for the first): the
+    /// page stores it for every front-coded entry, so a writer re-encoding the leaf need
+    /// not compare long keys again (see [`LeafNode::sizer_with`]).
     pub fn decode_borrowed<'a>(
         view: &LeafView<'a>,
         keys: &'a mut Vec<u8>,
         spans: &mut KeySpans,
+        lcps: &mut Vec<u32>,
     ) -> Vec<LeafEntry<'a>> {
         keys.clear();
         spans.clear();
-        let mut key = view.prefix().to_vec();
-        let prefix_len = key.len();
+        lcps.clear();
+        let prefix = view.prefix();
+        let prefix_len = prefix.len();
+        // Each key is built at the end of `keys`: the bytes it shares with the key
+        // before it are copied from that key, then its fragment follows.
+        let mut previous = 0..0;
         for i in 0..view.len() {
-            view.step_key(i, prefix_len, &mut key);
+            let (shared, fragment) = view.parts(i);
             let start = keys.len();
-            keys.extend_from_slice(&key);
-            spans.push(start..keys.len());
+            if i == 0 || view.restart_of(i) == i {
+                keys.extend_from_slice(prefix);
+            } else {
+                keys.extend_from_within(previous.start..previous.start + prefix_len + shared);
+            }
+            keys.extend_from_slice(fragment);
+            let span = start..keys.len();
+            let lcp_prev = if i == 0 {
+                0
+            } else if view.restart_of(i) == i {
+                // A restart stores no shared length: measured.
+                lcp(&keys[previous.clone()], &keys[span.clone()])
+            } else {
+                prefix_len + shared
+            };
+            lcps.push(lcp_prev as u32);
+            spans.push(span.clone());
+            previous = span;
         }
         let keys: &'a [u8] = keys;
         spans
@@ -201,6 +232,32 @@ impl LeafNode {
             (Some(first), Some(last)) => lcp(&first.key, &last.key).min(u16::MAX as usize),
             _ => 0,
         }
+    }
+
+    /// Each entry's common prefix with the one before it, into `out` (0 for the first):
+    /// what [`LeafNode::sizer_with`] and [`LeafNode::encode_measured`] take.
+    pub fn lcps_of(entries: &[LeafEntry<'_>], out: &mut Vec<u32>) {
+        out.clear();
+        out.extend(entries.iter().enumerate().map(|(i, e)| match i {
+            0 => 0,
+            _ => lcp(&entries[i - 1].key, &e.key) as u32,
+        }));
+    }
+
+    /// [`LeafNode::sizer`] given `lcps`, each entry's common prefix with the entry before
+    /// it (the first ignored): no key is compared.
+    pub fn sizer_with(entries: &[LeafEntry<'_>], lcps: &[u32]) -> LeafSizer {
+        debug_assert_eq!(entries.len(), lcps.len());
+        let mut run = LeafSizer::default();
+        for (i, (entry, &shared)) in entries.iter().zip(lcps).enumerate() {
+            let stored = entry.value.stored_len();
+            let shared = if i == 0 { 0 } else { shared as usize };
+            run = match i {
+                0 => run.with(entry.key.len(), 0, entry.key.len(), stored),
+                _ => run.with(entry.key.len(), shared, shared, stored),
+            };
+        }
+        run
     }
 
     /// The run of all of `entries`: what they take as one page, and how they would be
@@ -232,21 +289,35 @@ impl LeafNode {
     /// Encodes `entries` as leaf page `id` written by commit `txn` into `out` (one page,
     /// zero-filled first). The caller has checked that they fit. Does not seal.
     pub fn encode(entries: &[LeafEntry<'_>], id: PageId, txn: u64, out: &mut [u8]) {
-        Self::encode_measured(entries, &Self::sizer(entries), id, txn, out);
+        let mut lcps = Vec::new();
+        Self::lcps_of(entries, &mut lcps);
+        Self::encode_measured(
+            entries,
+            &lcps,
+            &Self::sizer_with(entries, &lcps),
+            id,
+            txn,
+            out,
+        );
     }
 
-    /// [`LeafNode::encode`] with `run`, the [`LeafNode::sizer`] of `entries`, already
-    /// measured: a writer measures a changed leaf to see whether it must split, and the
-    /// measuring is a pass of two common-prefix comparisons per key (long, for path keys).
+    /// [`LeafNode::encode`] with `lcps` (each entry's common prefix with the one before
+    /// it) and `run`, their [`LeafNode::sizer_with`], already known: a writer measures a
+    /// changed leaf to see whether it must split, and comparing long path keys again
+    /// for each pass was most of what re-encoding a leaf cost.
     pub fn encode_measured(
         entries: &[LeafEntry<'_>],
+        lcps: &[u32],
         run: &LeafSizer,
         id: PageId,
         txn: u64,
         out: &mut [u8],
     ) {
+        debug_assert_eq!(entries.len(), lcps.len());
         out.fill(0);
-        let prefix_len = Self::prefix_len(entries);
+        // The run's prefix, the least of the common prefixes it was measured with, so
+        // that the page is exactly the size measured.
+        let prefix_len = run.prefix_len();
         let (restart_interval, _) = run.choice();
         let plain_at = fragment_len_at(restart_interval);
         PageHeader {
@@ -263,16 +334,14 @@ impl LeafNode {
             out[LEAF_FIXED..LEAF_FIXED + prefix_len].copy_from_slice(&first.key[..prefix_len]);
         }
         let mut end = out.len();
-        let mut previous: &[u8] = &[];
-        for (i, entry) in entries.iter().enumerate() {
+        for (i, (entry, &lcp_prev)) in entries.iter().zip(lcps).enumerate() {
             let suffix = &entry.key[prefix_len..];
             let shared = if i % restart_interval == 0 {
                 0
             } else {
-                lcp(previous, suffix).min(u16::MAX as usize)
+                (lcp_prev as usize - prefix_len).min(u16::MAX as usize)
             };
             let fragment = &suffix[shared..];
-            previous = suffix;
             let cell_len = plain_at + PLAIN_CELL_FIXED + fragment.len() + entry.value.stored_len();
             end -= cell_len;
             write_u16(out, LEAF_FIXED + prefix_len + SLOT * i, end as u16);
