@@ -448,7 +448,7 @@ impl<'a> WriteTxn<'a> {
         // Most changes leave the leaf within its page: measured once, encoded once.
         let whole = LeafNode::sizer_with(entries, lcps);
         if whole.size() <= self.ps {
-            let mut buf = vec![0u8; self.ps];
+            let mut buf = self.pool.page_buffer();
             LeafNode::encode_measured(entries, lcps, &whole, first, self.seq, &mut buf);
             self.pages.insert(first, buf);
             return vec![Piece {
@@ -466,7 +466,7 @@ impl<'a> WriteTxn<'a> {
         for w in bounds.windows(2) {
             let (group, group_lcps) = (&entries[w[0]..w[1]], &lcps[w[0]..w[1]]);
             let id = if w[0] == 0 { first } else { self.alloc_page() };
-            let mut buf = vec![0u8; self.ps];
+            let mut buf = self.pool.page_buffer();
             // Each piece measured once, for its encoding and its size.
             let run = LeafNode::sizer_with(group, group_lcps);
             LeafNode::encode_measured(group, group_lcps, &run, id, self.seq, &mut buf);
@@ -512,7 +512,7 @@ impl<'a> WriteTxn<'a> {
             let sep = (w[0] > 0).then(|| std::mem::take(&mut part.seps[0]));
             part.seps[0].clear();
             let id = if w[0] == 0 { first } else { self.alloc_page() };
-            let mut buf = vec![0u8; self.ps];
+            let mut buf = self.pool.page_buffer();
             part.encode(id, self.seq, &mut buf);
             pieces.push(Piece {
                 sep,
@@ -541,7 +541,7 @@ impl<'a> WriteTxn<'a> {
                 return Ok(());
             }
             let id = self.target(&la);
-            let mut buf = vec![0u8; self.ps];
+            let mut buf = self.pool.page_buffer();
             LeafNode::encode(&entries, id, self.seq, &mut buf);
             self.pages.insert(id, buf);
             id
@@ -558,7 +558,7 @@ impl<'a> WriteTxn<'a> {
                 return Ok(());
             }
             let id = self.target(&la);
-            let mut buf = vec![0u8; self.ps];
+            let mut buf = self.pool.page_buffer();
             left.encode(id, self.seq, &mut buf);
             self.pages.insert(id, buf);
             id

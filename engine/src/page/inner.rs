@@ -240,10 +240,13 @@ impl InnerNode {
                 .sum::<usize>()
     }
 
-    /// Encodes the node as inner page `id` written by commit `txn` into `out` (one page).
-    /// The caller has checked that it fits. Does not seal.
+    /// Encodes the node as inner page `id` written by commit `txn` into `out` (one page,
+    /// whatever it held: every byte is written). The caller has checked that it fits.
+    /// Does not seal.
     pub fn encode(&self, id: PageId, txn: u64, out: &mut [u8]) {
-        out.fill(0);
+        // Every byte is written once: the header here, the slots and cells below, zeros in
+        // the free space between them; `out` may hold anything (a recycled page).
+        out[..INNER_FIXED].fill(0);
         let prefix_len = Self::prefix_len(&self.seps);
         PageHeader {
             kind: PageKind::Inner,
@@ -272,6 +275,7 @@ impl InnerNode {
             let body = end + INNER_CELL_FIXED;
             out[body..body + suffix.len()].copy_from_slice(suffix);
         }
+        out[INNER_FIXED + prefix_len + SLOT * self.children.len()..end].fill(0);
     }
 }
 
@@ -365,6 +369,10 @@ mod tests {
         let mut page = vec![0u8; 4096];
         node.encode(3, 1, &mut page);
         InnerView::validate(&page).expect("valid");
+        // A recycled buffer's old bytes leave no trace.
+        let mut recycled = vec![0xA5u8; 4096];
+        node.encode(3, 1, &mut recycled);
+        assert_eq!(recycled, page);
         let v = InnerView::new(&page);
         assert_eq!(v.prefix(), b"kv/");
         assert_eq!(v.search(b"a"), 0);

@@ -561,11 +561,19 @@ impl BufferPool {
             p
         };
         let listed = lock(&self.dirty).remove(&id);
-        let _latch = lock(&self.writeback_latch);
-        for page in resident.iter().chain(listed.iter()) {
-            page.dirty.store(false, Ordering::Release);
+        {
+            let _latch = lock(&self.writeback_latch);
+            for page in resident.iter().chain(listed.iter()) {
+                page.dirty.store(false, Ordering::Release);
+            }
         }
         self.table.set_known_good(id, false);
+        // The image of a freed place is a writer's next page buffer when no reader holds
+        // it (copy-on-write frees one page for each it writes).
+        drop(listed);
+        if let Some(page) = resident {
+            self.recycle(page);
+        }
     }
 
     /// Writes `page` to its place in the file if it is still dirty; true when it wrote.
@@ -635,6 +643,18 @@ impl BufferPool {
                 }
                 self.recycle(page);
             }
+        }
+    }
+
+    /// A page-sized buffer for a writer to encode a page into: an evicted page's, which
+    /// holds its old image, when one is spare (a new page then costs neither an
+    /// allocation nor zeroing it), else a new zeroed one.
+    pub fn page_buffer(&self) -> Vec<u8> {
+        let ps = self.geo.page_bytes();
+        let spare = lock(&self.spare).pop();
+        match spare.and_then(|p| Arc::try_unwrap(p).ok()) {
+            Some(page) => page.into_buffer(),
+            None => vec![0u8; ps],
         }
     }
 

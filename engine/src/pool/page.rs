@@ -94,6 +94,12 @@ impl Page {
         *self.frame_unit.get_mut() = false;
     }
 
+    /// The image buffer of a page no one else holds, for a writer to encode a new page
+    /// into (whatever it holds is overwritten).
+    pub(crate) fn into_buffer(self) -> Vec<u8> {
+        self.buf.into_vec()
+    }
+
     /// The page bytes.
     #[inline]
     pub fn bytes(&self) -> &[u8] {

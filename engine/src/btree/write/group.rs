@@ -8,7 +8,7 @@
 use super::{Change, Loaded, Mutation, Piece, WriteTxn};
 use crate::error::{Error, Result};
 use crate::page::{
-    InnerNode, InnerView, KeySpans, LeafEntry, LeafNode, LeafView, PageId, ValueCell,
+    lcp, InnerNode, InnerView, KeySpans, LeafEntry, LeafNode, LeafView, PageId, ValueCell,
 };
 
 /// `batch` in ascending key order with one mutation per key: the last one given for it.

@@ -226,14 +226,6 @@ impl LeafNode {
             .collect()
     }
 
-    /// Length of the prefix shared by all entries of `entries`.
-    pub fn prefix_len(entries: &[LeafEntry<'_>]) -> usize {
-        match (entries.first(), entries.last()) {
-            (Some(first), Some(last)) => lcp(&first.key, &last.key).min(u16::MAX as usize),
-            _ => 0,
-        }
-    }
-
     /// Each entry's common prefix with the one before it, into `out` (0 for the first):
     /// what [`LeafNode::sizer_with`] and [`LeafNode::encode_measured`] take.
     pub fn lcps_of(entries: &[LeafEntry<'_>], out: &mut Vec<u32>) {
@@ -252,6 +244,12 @@ impl LeafNode {
         for (i, (entry, &shared)) in entries.iter().zip(lcps).enumerate() {
             let stored = entry.value.stored_len();
             let shared = if i == 0 { 0 } else { shared as usize };
+            // Every test's writes check the hints a writer carried over from the old page.
+            debug_assert!(
+                i == 0 || shared == lcp(&entries[i - 1].key, &entry.key),
+                "entry {i}: common prefix {shared} given, {} measured",
+                lcp(&entries[i - 1].key, &entry.key)
+            );
             run = match i {
                 0 => run.with(entry.key.len(), 0, entry.key.len(), stored),
                 _ => run.with(entry.key.len(), shared, shared, stored),
@@ -287,7 +285,8 @@ impl LeafNode {
     }
 
     /// Encodes `entries` as leaf page `id` written by commit `txn` into `out` (one page,
-    /// zero-filled first). The caller has checked that they fit. Does not seal.
+    /// whatever it held: every byte is written). The caller has checked that they fit.
+    /// Does not seal.
     pub fn encode(entries: &[LeafEntry<'_>], id: PageId, txn: u64, out: &mut [u8]) {
         let mut lcps = Vec::new();
         Self::lcps_of(entries, &mut lcps);
@@ -314,7 +313,9 @@ impl LeafNode {
         out: &mut [u8],
     ) {
         debug_assert_eq!(entries.len(), lcps.len());
-        out.fill(0);
+        // Every byte is written once: the header here, the slots and cells below, zeros in
+        // the free space between them; `out` may hold anything (a recycled page).
+        out[..LEAF_FIXED].fill(0);
         // The run's prefix, the least of the common prefixes it was measured with, so
         // that the page is exactly the size measured.
         let prefix_len = run.prefix_len();
@@ -365,6 +366,7 @@ impl LeafNode {
                 }
             }
         }
+        out[LEAF_FIXED + prefix_len + SLOT * entries.len()..end].fill(0);
     }
 }
 
@@ -372,6 +374,56 @@ impl LeafNode {
 mod tests {
     use super::*;
     use crate::page::header::{read_u16, read_u32, read_u64};
+    use crate::test_rng::{key, seeded};
+    use rand::RngExt as _;
+
+    #[test]
+    fn decoded_common_prefixes_are_the_keys_own() {
+        // Front-coded pages (long shared heads) and plain ones (short random keys), with
+        // restarts where the page stores no shared length and the prefix is measured.
+        let mut rng = seeded(0x1C95_0016);
+        let (mut keys, mut spans, mut lcps, mut want) =
+            (Vec::new(), KeySpans::new(), Vec::new(), Vec::new());
+        let mut front_coded = 0;
+        for round in 0..200 {
+            let head = if round % 2 == 0 {
+                b"kv/llama70b/".repeat(rng.random_range(1..6))
+            } else {
+                Vec::new()
+            };
+            let mut set = std::collections::BTreeSet::new();
+            let branches: Vec<Vec<u8>> = (0..3).map(|_| key(&mut rng, 30)).collect();
+            let n = rng.random_range(1..40);
+            while set.len() < n {
+                // Keys under a few long branches share most of their suffixes, so that
+                // front coding pays on the even rounds.
+                let mut k = head.clone();
+                if round % 2 == 0 {
+                    k.extend(&branches[rng.random_range(0..3)]);
+                }
+                k.extend(key(&mut rng, 12));
+                set.insert(k);
+            }
+            let entries: Vec<LeafEntry<'static>> =
+                set.iter().map(|k| LeafEntry::inline(k, b"v")).collect();
+            let mut page = vec![0u8; 4096];
+            LeafNode::encode(&entries, 3, 1, &mut page);
+            // A recycled buffer's old bytes leave no trace.
+            let mut recycled = vec![0xA5u8; 4096];
+            LeafNode::encode(&entries, 3, 1, &mut recycled);
+            assert_eq!(recycled, page, "round {round}");
+            let view = LeafView::new(&page);
+            front_coded += usize::from(view.restart_interval() > 1);
+            let decoded = LeafNode::decode_borrowed(&view, &mut keys, &mut spans, &mut lcps);
+            assert_eq!(decoded, entries);
+            LeafNode::lcps_of(&entries, &mut want);
+            assert_eq!(lcps, want, "round {round}");
+        }
+        assert!(
+            (20..180).contains(&front_coded),
+            "{front_coded} of 200 pages front-coded"
+        );
+    }
 
     #[test]
     fn the_encoder_writes_the_documented_layout() {
