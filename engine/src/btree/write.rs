@@ -12,7 +12,7 @@ use super::read::{expect_kind, read_value};
 use super::split::{cut_points, leaf_cut_points, shortest_separator};
 use crate::error::{Error, Result};
 use crate::frame::Allocator;
-use crate::page::{decode_overflow_run, encode_overflow_run, KeyLengths};
+use crate::page::{decode_overflow_run, encode_overflow_run, lcp, KeyLengths};
 use crate::page::{
     overflow_pages_for, value_fits_inline, InnerNode, InnerView, LeafEntry, LeafNode, LeafView,
     PageHeader, PageId, Value, ValueCell, INNER_FIXED,
@@ -535,16 +535,10 @@ impl<'a> WriteTxn<'a> {
         let la = self.load(node.children[a], child_level)?;
         let lb = self.load(node.children[b], child_level)?;
         let merged = if child_level == 0 {
-            let mut entries = LeafNode::decode(&LeafView::new(self.bytes(&la))).entries;
-            entries.extend(LeafNode::decode(&LeafView::new(self.bytes(&lb))).entries);
-            if LeafNode::encoded_len(&entries) > self.ps {
-                return Ok(());
+            match self.merge_leaves(&la, &lb) {
+                Some(id) => id,
+                None => return Ok(()),
             }
-            let id = self.target(&la);
-            let mut buf = self.pool.page_buffer();
-            LeafNode::encode(&entries, id, self.seq, &mut buf);
-            self.pages.insert(id, buf);
-            id
         } else {
             let mut left = InnerNode::decode(&InnerView::new(self.bytes(&la)));
             let right = InnerNode::decode(&InnerView::new(self.bytes(&lb)));
@@ -570,6 +564,59 @@ impl<'a> WriteTxn<'a> {
         node.children.remove(b);
         node.counts.remove(b);
         Ok(())
+    }
+
+    /// Writes leaves `la` and `lb` (neighbours, in that order) as one page in place of
+    /// `la` when they fit in one; None when they do not. Decoded into borrowed entries,
+    /// with each one's common prefix with the one before taken from the pages, so that
+    /// the usual outcome after deletes, a pair that does not fit, costs no allocation per
+    /// entry and no key comparison.
+    fn merge_leaves(&mut self, la: &Loaded, lb: &Loaded) -> Option<PageId> {
+        let mut images = std::mem::take(&mut self.scratch.leaf_image);
+        images.clear();
+        images.extend_from_slice(self.bytes(la));
+        let split = images.len();
+        images.extend_from_slice(self.bytes(lb));
+        let (image_a, image_b) = images.split_at(split);
+        let mut keys_a = std::mem::take(&mut self.scratch.leaf_keys);
+        let mut spans_a = std::mem::take(&mut self.scratch.leaf_spans);
+        let mut lcps = std::mem::take(&mut self.scratch.leaf_lcps);
+        let (mut keys_b, mut spans_b, mut lcps_b) = (Vec::new(), Vec::new(), Vec::new());
+        let mut entries = LeafNode::decode_borrowed(
+            &LeafView::new(image_a),
+            &mut keys_a,
+            &mut spans_a,
+            &mut lcps,
+        );
+        let right = LeafNode::decode_borrowed(
+            &LeafView::new(image_b),
+            &mut keys_b,
+            &mut spans_b,
+            &mut lcps_b,
+        );
+        match (entries.last(), right.first()) {
+            (Some(last), Some(first)) => {
+                lcps.push(lcp(&last.key, &first.key) as u32);
+                lcps.extend_from_slice(&lcps_b[1..]);
+            }
+            (None, Some(_)) => lcps.clone_from(&lcps_b),
+            (_, None) => {}
+        }
+        entries.extend(right);
+        let run = LeafNode::sizer_with(&entries, &lcps);
+        let merged = (run.size() <= self.ps).then(|| {
+            let id = self.target(la);
+            let mut buf = self.pool.page_buffer();
+            LeafNode::encode_measured(&entries, &lcps, &run, id, self.seq, &mut buf);
+            self.pages.insert(id, buf);
+            id
+        });
+        drop(entries);
+        self.scratch.leaf_image = images;
+        self.scratch.leaf_keys = keys_a;
+        self.scratch.leaf_spans = spans_a;
+        self.scratch.leaf_lcps = lcps;
+        merged
     }
 
     /// Publishes the transaction's pages to the pool (dirty), writes its overflow values,

@@ -49,6 +49,7 @@ impl<'a> Value<'a> {
     }
 
     /// The same value owning its bytes.
+    #[cfg(test)]
     pub fn into_owned(self) -> Value<'static> {
         match self {
             Value::Inline(value) => Value::Inline(Cow::Owned(value.into_owned())),
@@ -159,6 +160,7 @@ pub type KeySpans = Vec<std::ops::Range<usize>>;
 
 impl LeafNode {
     /// Decodes a validated leaf page into entries that own their bytes.
+    #[cfg(test)]
     pub fn decode(view: &LeafView<'_>) -> Self {
         let mut keys = Vec::new();
         let mut spans = KeySpans::new();
@@ -236,7 +238,7 @@ impl LeafNode {
         }));
     }
 
-    /// [`LeafNode::sizer`] given `lcps`, each entry's common prefix with the entry before
+    /// The run of all of `entries` given `lcps`, each entry's common prefix with the entry before
     /// it (the first ignored): no key is compared.
     pub fn sizer_with(entries: &[LeafEntry<'_>], lcps: &[u32]) -> LeafSizer {
         debug_assert_eq!(entries.len(), lcps.len());
@@ -260,6 +262,7 @@ impl LeafNode {
 
     /// The run of all of `entries`: what they take as one page, and how they would be
     /// coded (pass it to [`LeafNode::encode_measured`] to encode without measuring again).
+    #[cfg(test)]
     pub fn sizer(entries: &[LeafEntry<'_>]) -> LeafSizer {
         // For ascending keys the prefix shared with the first key is the least shared
         // with the one before so far: one comparison per key instead of two.
@@ -280,6 +283,7 @@ impl LeafNode {
     }
 
     /// Bytes `entries` take when encoded as one page.
+    #[cfg(test)]
     pub fn encoded_len(entries: &[LeafEntry<'_>]) -> usize {
         Self::sizer(entries).size()
     }
