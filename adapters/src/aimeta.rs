@@ -57,11 +57,7 @@ impl AimetaEngine {
                 .cache_bytes(o.cache.bytes())
                 .durability(durability)
                 .scan_io(scan_io)
-                .data_reads(if o.direct_reads {
-                    DataReads::Direct
-                } else {
-                    DataReads::Mapped
-                }),
+                .data_reads(data_reads(o)?),
         )
         .map_err(berr("open"))?;
         Ok(AimetaEngine {
@@ -129,6 +125,30 @@ impl OrderedRead for AimetaEngine {
             }
         }
         Ok(())
+    }
+}
+
+/// The variable that overrides how this engine's page misses are read, for A/B runs of
+/// the read path: `mapped`, `buffered` or `direct` (docs/fairness.md).
+pub const READS_ENV: &str = "AI_META_AIMETA_READS";
+
+/// How page misses are read: buffered through the OS page cache when the harness asks for
+/// reads that suit a memory cgroup (`direct_reads`; the cgroup counts the page cache, and
+/// at the seed scale its memory beyond the budget holds a good part of each store for the
+/// engines that read through the page cache: docs/performance.md), mapped otherwise;
+/// [`READS_ENV`] overrides both.
+fn data_reads(o: &OpenOptions) -> Result<DataReads> {
+    match std::env::var(READS_ENV) {
+        Ok(v) if v == "mapped" => Ok(DataReads::Mapped),
+        Ok(v) if v == "buffered" => Ok(DataReads::Buffered),
+        Ok(v) if v == "direct" => Ok(DataReads::Direct),
+        Ok(v) if !v.is_empty() => Err(Error::BadSetting {
+            name: READS_ENV,
+            value: v,
+            valid: "mapped, buffered, direct",
+        }),
+        _ if o.direct_reads => Ok(DataReads::Buffered),
+        _ => Ok(DataReads::Mapped),
     }
 }
 

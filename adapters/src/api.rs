@@ -58,11 +58,12 @@ pub struct OpenOptions {
     /// used, and when that is unset too a throwaway local cluster is started. A blank string
     /// forces the throwaway cluster whatever the environment says.
     pub pg_url: Option<String>,
-    /// Page misses bypass the OS page cache where the engine has a way to (this engine's
-    /// `DataReads::Direct`, RocksDB's `use_direct_reads`). The harness sets it when the page
-    /// cache counts against the same budget as the engine's cache (the cgroup budget mode),
-    /// where a page cached twice only shrinks what fits; engines without such a path (LMDB,
-    /// redb, SQLite, PostgreSQL) read as they always do. docs/fairness.md lists each.
+    /// The page cache counts against the same budget as the engine's cache (the cgroup
+    /// budget mode): each engine reads the way that suits it there. This engine reads its
+    /// misses with `pread` instead of its memory map (`DataReads::Buffered`; O_DIRECT was
+    /// measured slower); RocksDB stays buffered (its `use_direct_reads` was measured
+    /// slower); LMDB, redb, SQLite and PostgreSQL read as they always do.
+    /// docs/fairness.md lists each.
     pub direct_reads: bool,
 }
 

@@ -25,6 +25,17 @@ pub enum Error {
         operation: &'static str,
     },
 
+    /// An environment setting the adapters read holds a value they do not know.
+    #[error("{name}={value:?} is not a valid setting: use one of {valid}, or unset it")]
+    BadSetting {
+        /// The environment variable.
+        name: &'static str,
+        /// Its value.
+        value: String,
+        /// The values it accepts.
+        valid: &'static str,
+    },
+
     /// An engine name that [`crate::EngineKind`] does not know.
     #[error("unknown engine {name:?}; valid names are: {valid}")]
     UnknownEngine {

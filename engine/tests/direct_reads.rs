@@ -1,7 +1,8 @@
 //! Direct reads (`DataReads::Direct`): page misses bypass the OS page cache, and every read
 //! still sees the latest image, including pages the pool evicted and wrote back through
 //! the page cache moments before (the kernel writes a cached range back before a direct
-//! read of it). A tiny pool forces the evict-write-reread cycle on every commit.
+//! read of it). A tiny pool forces the evict-write-reread cycle on every commit. The same
+//! scenario runs with buffered reads (`DataReads::Buffered`, a `pread` per miss, no map).
 
 mod common;
 
@@ -11,20 +12,29 @@ use aimeta_engine::{DataReads, Durability, Readable, Tree, TreeConfig};
 use common::{seeded, stamped_value, TestResult};
 use rand::RngExt as _;
 
-fn config(dir: &std::path::Path) -> TreeConfig {
+fn config(dir: &std::path::Path, reads: DataReads) -> TreeConfig {
     TreeConfig::new(dir)
         .cache_bytes(48 * 4096)
         .durability(Durability::Wal { sync: false })
-        .data_reads(DataReads::Direct)
+        .data_reads(reads)
 }
 
 #[test]
 fn direct_reads_see_every_write_through_eviction_and_reopen() -> TestResult {
+    every_write_is_read_back(DataReads::Direct)
+}
+
+#[test]
+fn buffered_reads_see_every_write_through_eviction_and_reopen() -> TestResult {
+    every_write_is_read_back(DataReads::Buffered)
+}
+
+fn every_write_is_read_back(reads: DataReads) -> TestResult {
     let dir = tempfile::tempdir()?;
     let mut model = BTreeMap::new();
     let mut rng = seeded(16);
     {
-        let tree = Tree::open(config(dir.path()))?;
+        let tree = Tree::open(config(dir.path(), reads))?;
         for round in 0..40u64 {
             for _ in 0..150 {
                 let key = format!(
@@ -49,7 +59,7 @@ fn direct_reads_see_every_write_through_eviction_and_reopen() -> TestResult {
         }
         assert!(tree.metrics().bm_evictions > 0, "the pool must evict");
     }
-    let tree = Tree::open(config(dir.path()))?;
+    let tree = Tree::open(config(dir.path(), reads))?;
     let got: Vec<(Vec<u8>, Vec<u8>)> = tree.range().iter().collect::<Result<_, _>>()?;
     let want: Vec<(Vec<u8>, Vec<u8>)> = model.into_iter().collect();
     assert_eq!(got.len(), want.len());

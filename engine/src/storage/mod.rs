@@ -60,6 +60,7 @@ impl StorageOpener for FileOpener {
         Ok(Arc::new(match reads {
             DataReads::Mapped => FileStorage::open_mapped(path, create)?,
             DataReads::Direct => FileStorage::open_direct(path, create)?,
+            DataReads::Buffered => FileStorage::open(path, create)?,
         }))
     }
 }
@@ -79,6 +80,12 @@ pub enum DataReads {
     /// that caching a page twice only shrinks what can be cached. Unaligned reads, and
     /// every read on a file system that refuses `O_DIRECT`, go through the map.
     Direct,
+    /// Each miss is a `pread` through the OS page cache, with no map: what was read stays
+    /// in the page cache as with `Mapped`, and a miss costs a system call instead of a
+    /// page fault (no reclaim inside a fault, no map to grow). Under a memory cgroup the
+    /// page cache holds what the cgroup's memory beyond the pool can keep, as it does for
+    /// every other engine that reads through it.
+    Buffered,
 }
 
 /// A random-access file. The buffer pool reads and writes pages through it and the log
