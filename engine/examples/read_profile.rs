@@ -11,6 +11,7 @@
 //! (`longest_prefix_with`, any prefix), `lpm_at` (prefixes ending at '/'), `bisect`
 //! (binary search over the query's '/' depths with point gets). Longest-prefix queries
 //! extend a stored chain by two phantom levels (80 %) or fall between chains (20 %).
+//! `cas` (manifest shapes) swaps a random stored key's value, one commit each.
 //! The pool budget is 16 MiB with asynchronous log durability, as in the harness.
 //! Everything is deterministic (fixed seeds). The timed loop runs under `timed`, so that
 //! `valgrind --tool=callgrind --toggle-collect='*timed*'` counts only it.
@@ -262,6 +263,23 @@ fn measure(tree: &Tree, op: &str, keys: &[Vec<u8>]) -> u64 {
         "bisect" => {
             for q in keys {
                 sum += bisect(tree, q, &mut out).map_or(0, |l| l as u64 + 1);
+            }
+        }
+        // The harness's manifest_cas: swap a stored key's value for a new one of the same
+        // size, expecting the value just read (a write commit per key).
+        "cas" => {
+            for (n, k) in keys.iter().enumerate() {
+                out.clear();
+                tree.get_with(k, |v| out.extend_from_slice(v))
+                    .expect("get");
+                let mut new = out.clone();
+                if let Some(b) = new.first_mut() {
+                    *b = b.wrapping_add(1 + (n % 7) as u8);
+                }
+                let swapped = tree
+                    .compare_and_swap(k, Some(&out), Some(&new))
+                    .expect("cas");
+                sum += u64::from(swapped.is_ok());
             }
         }
         other => panic!("unknown op {other}"),

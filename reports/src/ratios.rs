@@ -11,6 +11,27 @@ use crate::{Record, Results, Status};
 
 const ENGINE: &str = "aimeta";
 const LMDB: &str = "lmdb";
+/// Engines whose memory a cgroup-mode run does not bound: PostgreSQL's server runs in its
+/// own processes, outside the harness's memory cgroup (docs/fairness.md).
+const UNBOUNDED_IN_CGROUP: &[&str] = &["postgres"];
+
+/// Which other engines a ratio compares against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Others {
+    /// Every other engine of the run.
+    All,
+    /// Those the run held to the same memory: in cgroup mode, the engines inside the
+    /// cgroup; None (no ratio) for an engine-mode run, where it would equal `All`.
+    EqualMemory,
+}
+
+/// Whether `engine` counts among `others`.
+fn counts_as(engine: &str, others: Others) -> bool {
+    match others {
+        Others::All => true,
+        Others::EqualMemory => !UNBOUNDED_IN_CGROUP.contains(&engine),
+    }
+}
 
 /// One ratio, per run and its median.
 #[derive(Debug, Clone, PartialEq)]
@@ -69,12 +90,14 @@ fn best_other(
     workload: &str,
     dataset: &str,
     shape: Option<&str>,
+    others: Others,
 ) -> Option<(String, f64)> {
     let mut engines: Vec<&str> = results
         .records
         .iter()
         .filter(|r| r.workload == workload && r.dataset == dataset && r.engine != ENGINE)
         .map(|r| r.engine.as_str())
+        .filter(|e| counts_as(e, others))
         .collect();
     engines.sort_unstable();
     engines.dedup();
@@ -92,10 +115,14 @@ fn to_best_other(
     workload: &str,
     dataset: &str,
     shape: Option<&str>,
+    others: Others,
 ) -> Option<f64> {
+    if others == Others::EqualMemory && results.config.budget_mode != "cgroup" {
+        return None;
+    }
     div(
         best_of_shape(results, workload, dataset, ENGINE, shape),
-        best_other(results, workload, dataset, shape).map(|(_, ns)| ns),
+        best_other(results, workload, dataset, shape, others).map(|(_, ns)| ns),
     )
 }
 
@@ -132,15 +159,24 @@ fn ratios_of(workload: &str, dataset: &str, runs: &[Results]) -> Vec<Ratio> {
         }
     }
     for shape in shapes {
-        let w = workload.to_string();
-        let what = match &shape {
-            None => "aimeta / best other engine".to_string(),
-            Some(s) => format!("aimeta / best other engine, {s}"),
-        };
-        ratios.push((
-            what,
-            Box::new(move |r: &Results, ds: &str| to_best_other(r, &w, ds, shape.as_deref())),
-        ));
+        for others in [Others::All, Others::EqualMemory] {
+            let w = workload.to_string();
+            let whom = match others {
+                Others::All => "best other engine",
+                Others::EqualMemory => "best other engine at equal memory",
+            };
+            let what = match &shape {
+                None => format!("aimeta / {whom}"),
+                Some(s) => format!("aimeta / {whom}, {s}"),
+            };
+            let shape = shape.clone();
+            ratios.push((
+                what,
+                Box::new(move |r: &Results, ds: &str| {
+                    to_best_other(r, &w, ds, shape.as_deref(), others)
+                }),
+            ));
+        }
     }
     ratios
 }
@@ -449,5 +485,34 @@ mod tests {
             .find(|r| r.what == "aimeta / best other engine, offset_uniform")
             .map(RatioRow::median);
         assert_eq!(offset, Some(0.25), "{rows:?}");
+    }
+
+    #[test]
+    fn at_equal_memory_a_cgroup_run_leaves_out_the_unbounded_server() {
+        let mut cgroup = run(5.0, 5.0);
+        cgroup.config.budget_mode = "cgroup".into();
+        cgroup
+            .records
+            .push(rec("manifest_scan", "postgres", None, 2.5));
+        let mut engine_mode = run(5.0, 5.0);
+        engine_mode
+            .records
+            .push(rec("manifest_scan", "postgres", None, 2.5));
+        let find = |rows: &[RatioRow], what: &str| {
+            rows.iter()
+                .find(|r| r.workload == "manifest_scan" && r.what == what)
+                .map(RatioRow::median)
+        };
+        let rows = ratio_rows(std::slice::from_ref(&cgroup));
+        // Against everything: PostgreSQL's 2.5; at equal memory: LMDB's 10.
+        assert_eq!(find(&rows, "aimeta / best other engine"), Some(2.0));
+        assert_eq!(
+            find(&rows, "aimeta / best other engine at equal memory"),
+            Some(0.5)
+        );
+        // In the engine mode every engine has the same cache: no second row.
+        let rows = ratio_rows(std::slice::from_ref(&engine_mode));
+        assert_eq!(find(&rows, "aimeta / best other engine"), Some(2.0));
+        assert_eq!(find(&rows, "aimeta / best other engine at equal memory"), None);
     }
 }
