@@ -355,6 +355,21 @@ mod tests {
     }
 
     #[test]
+    fn frees_held_by_a_checkpoint_leave_when_the_checkpoints_change_not_before() {
+        // Both part of durable checkpoint 3; q's reader-held free arrives while the list
+        // holding p is unchanged, and both must still leave together at checkpoint 7.
+        let (mut a, p, q) = two_deferred((2, 5), (2, 7));
+        assert!(a.reclaim(5, durable(3)).is_empty());
+        assert!(a.reclaim(5, durable(3)).is_empty());
+        assert!(a.reclaim(7, durable(3)).is_empty());
+        assert!(!a.is_free(p) && !a.is_free(q));
+        let mut freed = a.reclaim(7, durable(7));
+        freed.sort_unstable();
+        assert_eq!(freed, vec![(p, 1), (q, 1)]);
+        assert!(a.reclaim(8, durable(7)).is_empty());
+    }
+
+    #[test]
     fn references_are_the_half_open_lifetime() {
         let r = Recoverable {
             durable: 3,
