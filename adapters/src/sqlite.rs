@@ -4,13 +4,17 @@
 //!   a statement prepared per call) changed only where a [`Durability`] mode demands it;
 //! - `"sqlite-tuned"`: WAL, synchronous=NORMAL, `prepare_cached` statements,
 //!   `cache_size = -(budget KiB)`, `mmap_size = 0` (reads go through SQLite's page cache, the
-//!   memory it is budgeted, not the OS's).
+//!   memory it is budgeted, not the OS's), and `soft_heap_limit = budget` shared by every
+//!   connection of the process.
 //!
 //! A `Connection` is `Send` but not `Sync`: the writer connection sits behind a mutex, and a
 //! read first tries that connection (so a single-threaded run uses one connection and one page
 //! cache) and otherwise takes one from a pool of read connections, one per concurrent reader,
-//! which is how SQLite's experts run parallel reads. Each connection has its own page cache, so
-//! under N concurrent readers SQLite's cache can reach (N + 1) x budget. `compare_and_swap` is a
+//! which is how SQLite's experts run parallel reads. Each connection has its own page cache;
+//! in the tuned configuration SQLite's soft heap limit (process-wide) shrinks them as their
+//! sum nears the budget, so that N concurrent readers do not hold (N + 1) x budget (which,
+//! in the cgroup budget mode, ran the process out of memory at the seed scale with 8
+//! readers). `compare_and_swap` is a
 //! `BEGIN IMMEDIATE` transaction on the writer connection.
 
 use crate::api::{BatchOp, Capabilities, CasOutcome, Durability, KvEngine, KvPair, OpenOptions};
@@ -112,6 +116,9 @@ impl Config {
                 .map_err(serr(n, "set cache_size"))?;
             conn.pragma_update(None, "mmap_size", 0)
                 .map_err(serr(n, "set mmap_size"))?;
+            let bytes = i64::try_from(self.cache_kib.saturating_mul(1024)).unwrap_or(i64::MAX);
+            conn.pragma_update(None, "soft_heap_limit", bytes)
+                .map_err(serr(n, "set soft_heap_limit"))?;
             conn.set_prepared_statement_cache_capacity(32);
         }
         Ok(conn)
@@ -457,5 +464,28 @@ impl KvEngine for SqliteEngine {
 
     fn io_counters(&self) -> Option<crate::api::IoCounters> {
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::CacheBudget;
+
+    #[test]
+    fn tuned_connections_share_one_heap_limit_of_the_budget() -> Result<()> {
+        let dir = tempfile::tempdir().map_err(|e| Error::backend("sqlite-tuned", "tempdir", e))?;
+        let o = OpenOptions {
+            cache: CacheBudget::mib(3),
+            ..OpenOptions::default()
+        };
+        let engine = SqliteEngine::open(dir.path(), &o, true)?;
+        // A reader connection, as a second concurrent reader would open.
+        let reader = engine.cfg.connect(false)?;
+        let limit: i64 = reader
+            .query_row("PRAGMA soft_heap_limit", [], |r| r.get(0))
+            .map_err(serr("sqlite-tuned", "read soft_heap_limit"))?;
+        assert_eq!(limit, 3 << 20);
+        Ok(())
     }
 }
