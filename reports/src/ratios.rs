@@ -269,9 +269,22 @@ pub fn ratio_rows(runs: &[Results]) -> Vec<RatioRow> {
     let mut out = Vec::new();
     for w in workloads {
         for &(_, ds) in datasets.iter().filter(|(dw, _)| *dw == w) {
+            let mut previous: Option<Vec<f64>> = None;
             for (what, f) in ratios_of(w, ds, runs) {
                 let per_run: Vec<f64> = runs.iter().map(|r| f(r, ds).unwrap_or(f64::NAN)).collect();
+                let same_as_previous = previous.as_ref().is_some_and(|p| {
+                    p.iter()
+                        .zip(&per_run)
+                        .all(|(a, b)| a == b || (a.is_nan() && b.is_nan()))
+                });
+                previous = Some(per_run.clone());
                 if per_run.iter().all(|x| x.is_nan()) {
+                    continue;
+                }
+                // The equal-memory ratio follows the one against every engine: where the
+                // best other engine was a memory-bounded one in every run, it says nothing
+                // new and is left out.
+                if same_as_previous && what.contains("at equal memory") {
                     continue;
                 }
                 out.push(RatioRow {
@@ -510,6 +523,18 @@ mod tests {
             find(&rows, "aimeta / best other engine at equal memory"),
             Some(0.5)
         );
+        // Where a memory-bounded engine is the best other one, the second row would say
+        // the same: left out.
+        let mut bounded_best = cgroup.clone();
+        bounded_best
+            .records
+            .push(rec("manifest_scan", "rocksdb", None, 2.5));
+        bounded_best
+            .records
+            .retain(|r| r.engine != "postgres");
+        let rows = ratio_rows(std::slice::from_ref(&bounded_best));
+        assert_eq!(find(&rows, "aimeta / best other engine"), Some(2.0));
+        assert_eq!(find(&rows, "aimeta / best other engine at equal memory"), None);
         // In the engine mode every engine has the same cache: no second row.
         let rows = ratio_rows(std::slice::from_ref(&engine_mode));
         assert_eq!(find(&rows, "aimeta / best other engine"), Some(2.0));
