@@ -46,7 +46,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             match steps_us(&path, steps, overwrite) {
                 Ok(us) => println!(
                     "{}: {us:.0} us per {RECORD}-byte write + fdatasync",
-                    if overwrite { "overwriting" } else { "extending" }
+                    if overwrite {
+                        "overwriting"
+                    } else {
+                        "extending"
+                    }
                 ),
                 Err(e) => result = Err(e),
             }

@@ -270,8 +270,7 @@ fn measure(tree: &Tree, op: &str, keys: &[Vec<u8>]) -> u64 {
         "cas" => {
             for (n, k) in keys.iter().enumerate() {
                 out.clear();
-                tree.get_with(k, |v| out.extend_from_slice(v))
-                    .expect("get");
+                tree.get_with(k, |v| out.extend_from_slice(v)).expect("get");
                 let mut new = out.clone();
                 if let Some(b) = new.first_mut() {
                     *b = b.wrapping_add(1 + (n % 7) as u8);

@@ -529,15 +529,19 @@ mod tests {
         bounded_best
             .records
             .push(rec("manifest_scan", "rocksdb", None, 2.5));
-        bounded_best
-            .records
-            .retain(|r| r.engine != "postgres");
+        bounded_best.records.retain(|r| r.engine != "postgres");
         let rows = ratio_rows(std::slice::from_ref(&bounded_best));
         assert_eq!(find(&rows, "aimeta / best other engine"), Some(2.0));
-        assert_eq!(find(&rows, "aimeta / best other engine at equal memory"), None);
+        assert_eq!(
+            find(&rows, "aimeta / best other engine at equal memory"),
+            None
+        );
         // In the engine mode every engine has the same cache: no second row.
         let rows = ratio_rows(std::slice::from_ref(&engine_mode));
         assert_eq!(find(&rows, "aimeta / best other engine"), Some(2.0));
-        assert_eq!(find(&rows, "aimeta / best other engine at equal memory"), None);
+        assert_eq!(
+            find(&rows, "aimeta / best other engine at equal memory"),
+            None
+        );
     }
 }

@@ -647,7 +647,11 @@ mod tests {
         assert_eq!(wal.pending_bytes(), 0);
         let mut started = encode_header(2).to_vec();
         started.extend_from_slice(&END_MARK);
-        assert_eq!(raw(&disk, 1), started, "the other file: a header and an end mark");
+        assert_eq!(
+            raw(&disk, 1),
+            started,
+            "the other file: a header and an end mark"
+        );
         append(&wal, 3);
         append(&wal, 4);
         assert!(wal.pending_bytes() > 0);
@@ -665,17 +669,26 @@ mod tests {
         let reused = raw(&disk, 0);
         assert_eq!(reused.len() as u64, GROW_BYTES);
         assert_eq!(reused[..FILE_HEADER_LEN], encode_header(3));
-        assert!(reused[FILE_HEADER_LEN..][..RECORD_HEADER_LEN].iter().all(|&b| b == 0));
+        assert!(reused[FILE_HEADER_LEN..][..RECORD_HEADER_LEN]
+            .iter()
+            .all(|&b| b == 0));
         drop(opened);
         let opened = open(&disk);
-        assert_eq!(opened.torn_tails, 0, "older records behind the mark are not a tear");
+        assert_eq!(
+            opened.torn_tails, 0,
+            "older records behind the mark are not a tear"
+        );
         assert_eq!(seqs(&opened.records), vec![3, 4]);
         append(&opened.wal, 5);
         drop(opened);
         let opened = open(&disk);
         assert_eq!(seqs(&opened.records), vec![3, 4, 5]);
         assert_eq!(opened.torn_tails, 0);
-        assert_eq!(raw(&disk, 0).len() as u64, GROW_BYTES, "overwritten in place");
+        assert_eq!(
+            raw(&disk, 0).len() as u64,
+            GROW_BYTES,
+            "overwritten in place"
+        );
     }
 
     #[test]
