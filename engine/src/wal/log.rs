@@ -6,7 +6,7 @@ use std::sync::{Arc, Condvar, Mutex};
 
 use super::record::{
     decode_header, encode_header, holds_record_of, parse_record, seal_record, synced_record_after,
-    HeaderReject, Parsed, RECORD_HEADER_LEN,
+    HeaderReject, Parsed,
 };
 use super::{Record, WalError, FILE_HEADER_LEN, WAL_VERSION};
 use crate::error::{Error, Result};
@@ -16,16 +16,6 @@ use crate::storage::{Storage, StorageOpener};
 /// Names of the two log files in the tree directory.
 pub const WAL_FILES: [&str; 2] = ["wal-0.log", "wal-1.log"];
 
-/// Bytes a log file grows by when an append reaches its end: written as zeros, so that
-/// the file's size (metadata the file system journals) changes once per chunk, not once
-/// per record. A sync commit's fdatasync then writes the log's data block alone:
-/// measured here (`examples/fsync_probe.rs`), a 200-byte write and fdatasync took 166 to
-/// 256 us when it extended the file and 126 to 156 us when it overwrote written bytes.
-const GROW_BYTES: u64 = 1 << 20;
-
-/// A zeroed record header: what a scan reads as the clean end of a file.
-const END_MARK: [u8; RECORD_HEADER_LEN] = [0; RECORD_HEADER_LEN];
-
 struct Files {
     files: [Arc<dyn Storage>; 2],
     epoch: [u64; 2],
@@ -33,12 +23,6 @@ struct Files {
     active: usize,
     end: u64,
     bytes: u64,
-    /// Length of the active file: appends below it overwrite bytes already written.
-    capacity: u64,
-    /// From here on the active file holds only zeros (a chunk it grew by); before it,
-    /// past `end`, it may hold records of an older epoch (files are reused, not
-    /// emptied), so an append there writes an end mark behind its record.
-    zeros_from: u64,
 }
 
 struct SyncState {
@@ -101,7 +85,6 @@ fn scan_file(
             Parsed::End => "zeroed record header".to_string(),
             Parsed::Bad(reason) => reason,
         };
-        let clean_end = matches!(parse_record(buf, at, epoch), Parsed::End);
         let lost = out.last().map_or(prev_seq, |r| r.seq) + 1;
         if synced_record_after(buf, at, lost, epoch).is_some() {
             return Err(WalError::CorruptBeforeTail {
@@ -111,9 +94,7 @@ fn scan_file(
             }
             .into());
         }
-        // A zeroed header is where appends stopped: what follows is older epochs' records
-        // of a reused file, or the zeros it grew by.
-        if !clean_end && at < buf.len() && buf[at..].iter().any(|&b| b != 0) {
+        if at < buf.len() && buf[at..].iter().any(|&b| b != 0) {
             *torn += 1;
         }
         return Ok((out, at as u64));
@@ -202,8 +183,6 @@ impl Wal {
         let mut torn = 0;
         let mut last_seq = [0u64; 2];
         let mut end = FILE_HEADER_LEN as u64;
-        let mut capacity = end;
-        let mut zeros_from = end;
         for (n, &i) in order.iter().enumerate() {
             let newest = n + 1 == order.len();
             let prev = records.last().map_or(0, |r: &Record| r.seq);
@@ -212,20 +191,9 @@ impl Wal {
             last_seq[i] = recs.last().map_or(0, |r| r.seq);
             if newest {
                 end = stop;
-                let buf = &bufs[i];
-                // Whatever lies behind the tail stays and the appends overwrite it: older
-                // epochs' records (their checksums cover their epoch), zeros, a torn
-                // record, or records of this epoch written but never synced before a
-                // crash. Every append up to the last non-zero byte writes an end mark
-                // behind its record, so a scan never reads on into such leftovers; and
-                // none can pass for proof that a later tear lost a synced commit, since
-                // each one's writer knew only commits before this tail to be synced.
-                capacity = buf.len() as u64;
-                zeros_from = buf
-                    .iter()
-                    .rposition(|&b| b != 0)
-                    .map_or(0, |last| last as u64 + 1)
-                    .max(stop);
+                if (stop as usize) < bufs[i].len() {
+                    files[i].set_len(stop)?;
+                }
             }
             records.extend(recs);
         }
@@ -247,8 +215,6 @@ impl Wal {
                 files[0].sync()?;
                 files[1].set_len(0)?;
                 files[1].sync()?;
-                capacity = FILE_HEADER_LEN as u64;
-                zeros_from = capacity;
                 (0, [1, 0])
             }
         };
@@ -261,8 +227,6 @@ impl Wal {
                 active,
                 end,
                 bytes: 0,
-                capacity,
-                zeros_from,
             }),
             sync: Mutex::new(SyncState {
                 synced: appended,
@@ -304,26 +268,11 @@ impl Wal {
         self.write_record(&mut st, seq, record)
     }
 
-    /// Writes a sealed record at the end of the active file, growing the file by a
-    /// zeroed chunk first when the record would pass its end, and with an end mark behind
-    /// it when the bytes there are an older epoch's.
-    fn write_record(&self, st: &mut Files, seq: u64, frame: &mut Vec<u8>) -> Result<()> {
+    /// Writes a sealed record at the end of the active file.
+    fn write_record(&self, st: &mut Files, seq: u64, frame: &[u8]) -> Result<()> {
         let active = st.active;
-        let len = frame.len() as u64;
-        let marked = st.end + len + END_MARK.len() as u64;
-        if marked > st.capacity {
-            let grown = marked.div_ceil(GROW_BYTES) * GROW_BYTES;
-            let zeros = vec![0u8; (grown - st.capacity) as usize];
-            st.files[active].write_at(&zeros, st.capacity)?;
-            st.zeros_from = st.zeros_from.min(st.capacity);
-            st.capacity = grown;
-        }
-        let mark = st.end + len < st.zeros_from;
-        if mark {
-            frame.extend_from_slice(&END_MARK);
-        }
         let r = st.files[active].write_at(frame, st.end);
-        frame.truncate(len as usize);
+        let len = frame.len() as u64;
         r?;
         st.end += len;
         st.bytes += len;
@@ -400,39 +349,21 @@ impl Wal {
             s.synced = s.synced.max(st.last_seq[active]);
         }
         let epoch = st.epoch[active] + 1;
-        // The file is reused, not emptied: its older records stay behind the new header,
-        // where a record's checksum (which covers its epoch) rejects them, and the file's
-        // blocks stay allocated, so appends overwrite them without changing its size.
-        // The new header and an end mark behind it reach the disk before any record of
-        // the new epoch is written.
-        let mut start = encode_header(epoch).to_vec();
-        start.extend_from_slice(&END_MARK);
-        let reset = st.files[other].len().and_then(|len| {
-            st.files[other].write_at(&start, 0)?;
-            st.files[other].sync()?;
-            Ok(len)
-        });
-        let len = match reset {
-            Ok(len) => len,
-            Err(e) => {
-                self.fail(format!("resetting the log file failed: {e}"));
-                return Err(e.into());
-            }
-        };
+        // The emptied file and its new header reach the disk before any record of the new
+        // epoch is written, so a power loss can never revive the file's old records.
+        let reset = st.files[other]
+            .set_len(0)
+            .and_then(|()| st.files[other].write_at(&encode_header(epoch), 0))
+            .and_then(|()| st.files[other].sync());
+        if let Err(e) = reset {
+            self.fail(format!("resetting the log file failed: {e}"));
+            return Err(e.into());
+        }
         st.epoch[other] = epoch;
         st.last_seq[other] = 0;
         st.active = other;
         st.end = FILE_HEADER_LEN as u64;
         st.bytes = 0;
-        // Behind the end mark, an older epoch's bytes run to the file's end (where they
-        // stop is not worth a read): every append marks its end until the file grows.
-        let (capacity, zeros_from) = if len <= start.len() as u64 {
-            (start.len() as u64, FILE_HEADER_LEN as u64)
-        } else {
-            (len, len)
-        };
-        st.capacity = capacity;
-        st.zeros_from = zeros_from;
         Ok(true)
     }
 
@@ -507,11 +438,7 @@ mod tests {
         assert_eq!(wal.records.load(Ordering::Relaxed), 5);
         let bytes = wal.bytes.load(Ordering::Relaxed);
         assert_eq!(wal.pending_bytes(), bytes);
-        // The file grew by one zeroed chunk: the records, then zeros.
-        let file = raw(&disk, 0);
-        assert_eq!(file.len() as u64, GROW_BYTES);
-        let end = FILE_HEADER_LEN + bytes as usize;
-        assert!(file[end..].iter().all(|&b| b == 0));
+        assert_eq!(raw(&disk, 0).len() as u64, FILE_HEADER_LEN as u64 + bytes);
         drop(wal);
         let opened = open(&disk);
         assert_eq!(seqs(&opened.records), vec![1, 2, 3, 4, 5]);
@@ -527,22 +454,21 @@ mod tests {
     }
 
     #[test]
-    fn a_torn_tail_stops_replay_at_the_last_whole_record_and_is_overwritten() {
+    fn a_torn_tail_stops_replay_at_the_last_whole_record_and_is_cut_off() {
         let (disk, wal) = log_with(2);
-        let whole = FILE_HEADER_LEN + wal.bytes.load(Ordering::Relaxed) as usize;
+        let whole = raw(&disk, 0).len();
         append(&wal, 3);
-        let end = FILE_HEADER_LEN + wal.bytes.load(Ordering::Relaxed) as usize;
         drop(wal);
         let full = raw(&disk, 0);
         // Inside the record header, just past it, and inside the payload (the last eight
         // bytes may be padding alone).
-        for cut in [whole + 5, whole + 24, end - 8] {
+        for cut in [whole + 5, whole + 24, full.len() - 8] {
             let path = dir().join(WAL_FILES[0]);
             disk.write_raw(&path, full[..cut].to_vec());
             let opened = open(&disk);
             assert_eq!(seqs(&opened.records), vec![1, 2], "cut at {cut}");
             assert_eq!(opened.torn_tails, 1);
-            assert_eq!(raw(&disk, 0).len(), cut, "nothing of this epoch to cut off");
+            assert_eq!(raw(&disk, 0).len(), whole, "the torn bytes are cut off");
             // The next commit takes the torn one's place.
             append(&opened.wal, 3);
             drop(opened);
@@ -594,26 +520,6 @@ mod tests {
     }
 
     #[test]
-    fn a_whole_record_of_the_epoch_behind_a_torn_tail_is_never_read_again() -> Result<()> {
-        // Record 2 is whole and of this epoch, behind the torn record 1. The commits
-        // after the open take record 1's place with an end mark behind each, so a scan
-        // stops before record 2's leftovers, even where a new record is shorter.
-        let (disk, wal) = log_with(2);
-        drop(wal);
-        flip(&disk, 0, FILE_HEADER_LEN + 30);
-        let opened = Wal::open(&disk, dir())?;
-        assert!(opened.records.is_empty());
-        let mut ops = Vec::new();
-        encode_ops(&mut ops, b"k", Some(b""));
-        opened.wal.append(1, 1, &ops)?;
-        drop(opened);
-        let again = Wal::open(&disk, dir())?;
-        assert_eq!(seqs(&again.records), vec![1]);
-        assert_eq!(again.torn_tails, 0);
-        Ok(())
-    }
-
-    #[test]
     fn one_sync_covers_everything_appended_and_only_synced_records_survive_a_crash() {
         let (disk, wal) = log_with(2);
         wal.wait_durable(1).expect("sync");
@@ -645,19 +551,14 @@ mod tests {
         let (disk, wal) = log_with(2);
         assert!(wal.rotate(0).expect("rotate"));
         assert_eq!(wal.pending_bytes(), 0);
-        let mut started = encode_header(2).to_vec();
-        started.extend_from_slice(&END_MARK);
-        assert_eq!(
-            raw(&disk, 1),
-            started,
-            "the other file: a header and an end mark"
-        );
+        assert_eq!(raw(&disk, 1), encode_header(2), "the other file, emptied");
         append(&wal, 3);
         append(&wal, 4);
         assert!(wal.pending_bytes() > 0);
-        let file = raw(&disk, 1);
-        let end = FILE_HEADER_LEN + wal.pending_bytes() as usize;
-        assert!(file[end..].iter().all(|&b| b == 0));
+        assert_eq!(
+            raw(&disk, 1).len() as u64,
+            FILE_HEADER_LEN as u64 + wal.pending_bytes()
+        );
         // The other file holds commits 1 and 2: a switch back needs a checkpoint of 2.
         assert!(!wal.rotate(1).expect("refused"));
         drop(wal);
@@ -665,30 +566,10 @@ mod tests {
         assert_eq!(seqs(&opened.records), vec![1, 2, 3, 4]);
         // Back to the first file, in epoch 3: commits 1 and 2 are let go.
         assert!(opened.wal.rotate(2).expect("rotate"));
-        // Reused, not emptied: its length stays, epoch 1's records stay behind the mark.
-        let reused = raw(&disk, 0);
-        assert_eq!(reused.len() as u64, GROW_BYTES);
-        assert_eq!(reused[..FILE_HEADER_LEN], encode_header(3));
-        assert!(reused[FILE_HEADER_LEN..][..RECORD_HEADER_LEN]
-            .iter()
-            .all(|&b| b == 0));
-        drop(opened);
-        let opened = open(&disk);
-        assert_eq!(
-            opened.torn_tails, 0,
-            "older records behind the mark are not a tear"
-        );
-        assert_eq!(seqs(&opened.records), vec![3, 4]);
+        assert_eq!(raw(&disk, 0), encode_header(3));
         append(&opened.wal, 5);
         drop(opened);
-        let opened = open(&disk);
-        assert_eq!(seqs(&opened.records), vec![3, 4, 5]);
-        assert_eq!(opened.torn_tails, 0);
-        assert_eq!(
-            raw(&disk, 0).len() as u64,
-            GROW_BYTES,
-            "overwritten in place"
-        );
+        assert_eq!(seqs(&open(&disk).records), vec![3, 4, 5]);
     }
 
     #[test]
