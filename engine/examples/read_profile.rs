@@ -268,10 +268,12 @@ fn measure(tree: &Tree, op: &str, keys: &[Vec<u8>]) -> u64 {
         // The harness's manifest_cas: swap a stored key's value for a new one of the same
         // size, expecting the value just read (a write commit per key).
         "cas" => {
+            let mut new = Vec::with_capacity(64);
             for (n, k) in keys.iter().enumerate() {
                 out.clear();
                 tree.get_with(k, |v| out.extend_from_slice(v)).expect("get");
-                let mut new = out.clone();
+                new.clear();
+                new.extend_from_slice(&out);
                 if let Some(b) = new.first_mut() {
                     *b = b.wrapping_add(1 + (n % 7) as u8);
                 }

@@ -148,9 +148,13 @@ fn div(a: Option<f64>, b: Option<f64>) -> Option<f64> {
 
 /// The ratios measured for `workload` on `dataset` in `runs`: those to LMDB and this
 /// engine's own, then the ratio to the best other engine for each shape the runs hold
-/// (the plain one first).
-fn ratios_of(workload: &str, dataset: &str, runs: &[Results]) -> Vec<Ratio> {
-    let mut ratios = ratios_to_lmdb(workload);
+/// (the plain one first), each followed by its equal-memory form. The flag marks a ratio
+/// that only restates the one before it where their values agree.
+fn ratios_of(workload: &str, dataset: &str, runs: &[Results]) -> Vec<(Ratio, bool)> {
+    let mut ratios: Vec<(Ratio, bool)> = ratios_to_lmdb(workload)
+        .into_iter()
+        .map(|r| (r, false))
+        .collect();
     let mut shapes: Vec<Option<String>> = vec![None];
     for rec in runs.iter().flat_map(|r| &r.records) {
         let shape = shape_of(rec.variant.as_deref()).map(str::to_string);
@@ -171,10 +175,13 @@ fn ratios_of(workload: &str, dataset: &str, runs: &[Results]) -> Vec<Ratio> {
             };
             let shape = shape.clone();
             ratios.push((
-                what,
-                Box::new(move |r: &Results, ds: &str| {
-                    to_best_other(r, &w, ds, shape.as_deref(), others)
-                }),
+                (
+                    what,
+                    Box::new(move |r: &Results, ds: &str| {
+                        to_best_other(r, &w, ds, shape.as_deref(), others)
+                    }),
+                ),
+                others == Others::EqualMemory,
             ));
         }
     }
@@ -270,7 +277,7 @@ pub fn ratio_rows(runs: &[Results]) -> Vec<RatioRow> {
     for w in workloads {
         for &(_, ds) in datasets.iter().filter(|(dw, _)| *dw == w) {
             let mut previous: Option<Vec<f64>> = None;
-            for (what, f) in ratios_of(w, ds, runs) {
+            for ((what, f), restates_previous) in ratios_of(w, ds, runs) {
                 let per_run: Vec<f64> = runs.iter().map(|r| f(r, ds).unwrap_or(f64::NAN)).collect();
                 let same_as_previous = previous.as_ref().is_some_and(|p| {
                     p.iter()
@@ -284,7 +291,7 @@ pub fn ratio_rows(runs: &[Results]) -> Vec<RatioRow> {
                 // The equal-memory ratio follows the one against every engine: where the
                 // best other engine was a memory-bounded one in every run, it says nothing
                 // new and is left out.
-                if same_as_previous && what.contains("at equal memory") {
+                if same_as_previous && restates_previous {
                     continue;
                 }
                 out.push(RatioRow {
