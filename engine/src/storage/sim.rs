@@ -34,6 +34,13 @@ impl SimDisk {
         Self::default()
     }
 
+    /// An independent copy of the disk as it is now: crash it without touching this one.
+    pub fn fork(&self) -> SimDisk {
+        SimDisk {
+            files: Arc::new(Mutex::new(lock(&self.files).clone())),
+        }
+    }
+
     /// Forgets every byte not made durable by a sync.
     pub fn crash(&self) {
         for f in lock(&self.files).values_mut() {

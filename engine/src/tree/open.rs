@@ -158,7 +158,8 @@ pub fn open(cfg: &TreeConfig) -> Result<Opened, OpenError> {
     } else {
         Some(read_superblock(storage.as_ref())?)
     };
-    let wal = Wal::open(cfg.opener.as_ref(), &cfg.dir)?;
+    let checkpointed_seq = existing.as_ref().map_or(0, |(sb, _)| sb.seq);
+    let wal = Wal::open(cfg.opener.as_ref(), &cfg.dir, checkpointed_seq)?;
     let Some((sb, slot)) = existing else {
         return create(cfg, storage, lock, wal);
     };

@@ -480,7 +480,13 @@ impl Shared {
             w.alloc.release(p, 1);
         }
         self.reclaim(&mut w);
+        drop(w);
         self.stats.checkpoints.fetch_add(1, Ordering::Relaxed);
+        if self.logging() {
+            // Off the commit path: the next switch then finds its file ready. A failure
+            // here costs only that: the switch resets the file itself, and reports it.
+            let _ = self.wal.prepare_next(cap.seq);
+        }
         Ok(())
     }
 

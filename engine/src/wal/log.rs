@@ -5,8 +5,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 
 use super::record::{
-    decode_header, encode_header, holds_record_of, parse_record, seal_record, synced_record_after,
-    HeaderReject, Parsed,
+    decode_header, encode_header, holds_record_of, nonzero_end, parse_record, seal_record,
+    synced_record_after, HeaderReject, Parsed,
 };
 use super::{Record, WalError, FILE_HEADER_LEN, WAL_VERSION};
 use crate::error::{Error, Result};
@@ -16,6 +16,18 @@ use crate::storage::{Storage, StorageOpener};
 /// Names of the two log files in the tree directory.
 pub const WAL_FILES: [&str; 2] = ["wal-0.log", "wal-1.log"];
 
+/// Bytes a log file grows by, as zeros, when an append would pass its end. A sync commit
+/// is an append and an fdatasync; when the append extends the file, the fdatasync also
+/// journals the file's new size. Measured here (engine/examples/fsync_probe.rs), a
+/// 200-byte write and fdatasync took 166-180 us extending the file and 126-133 us
+/// overwriting bytes already written: so the size changes once a chunk, not once a record.
+const GROW_BYTES: u64 = 1 << 20;
+
+/// The most a checkpoint fills the next file with zeros ahead of its epoch (the previous
+/// epoch's size, rounded up to [`GROW_BYTES`]): enough for the sync commits between two
+/// checkpoints, small beside a bulk load's epoch, which grows by chunks past it.
+const PREPARE_MAX_BYTES: u64 = 8 * GROW_BYTES;
+
 struct Files {
     files: [Arc<dyn Storage>; 2],
     epoch: [u64; 2],
@@ -23,6 +35,15 @@ struct Files {
     active: usize,
     end: u64,
     bytes: u64,
+    /// Length of the active file. Every byte from `end` to it is zero: appends below it
+    /// overwrite zeros without changing the file's size.
+    capacity: u64,
+    /// The inactive file was emptied, given the next epoch's header and filled with
+    /// zeros by [`Wal::prepare_next`] after the checkpoint that let its records go: the
+    /// switch to it writes nothing.
+    prepared: Option<u64>,
+    /// Bytes the previous epoch appended: how much the next file is filled ahead.
+    last_epoch_bytes: u64,
 }
 
 struct SyncState {
@@ -76,25 +97,25 @@ fn scan_file(
     let mut out: Vec<Record> = Vec::new();
     let mut at = FILE_HEADER_LEN;
     loop {
-        let reason = match parse_record(buf, at, epoch) {
+        let bad = match parse_record(buf, at, epoch) {
             Parsed::Record(r, next) => {
                 out.push(r);
                 at = next;
                 continue;
             }
-            Parsed::End => "zeroed record header".to_string(),
-            Parsed::Bad(reason) => reason,
+            Parsed::End => None,
+            Parsed::Bad(reason) => Some(reason),
         };
-        let lost = out.last().map_or(prev_seq, |r| r.seq) + 1;
+        let lost = out.last().map_or(prev_seq, |r| r.seq).max(prev_seq) + 1;
         if synced_record_after(buf, at, lost, epoch).is_some() {
             return Err(WalError::CorruptBeforeTail {
                 file: path.to_path_buf(),
                 offset: at as u64,
-                reason,
+                reason: bad.map_or_else(|| "zeroed record header".to_string(), |r| r.to_string()),
             }
             .into());
         }
-        if at < buf.len() && buf[at..].iter().any(|&b| b != 0) {
+        if at < nonzero_end(buf) {
             *torn += 1;
         }
         return Ok((out, at as u64));
@@ -109,7 +130,7 @@ fn scan_file(
 /// With no such epoch, `Err` carries the bytes that cannot be accounted for.
 fn recover_epoch(buf: &[u8], other: Option<u64>) -> std::result::Result<Option<u64>, u64> {
     let body = buf.get(FILE_HEADER_LEN..).unwrap_or(&[]);
-    if body.iter().all(|&b| b == 0) {
+    if nonzero_end(body) == 0 {
         return Ok(None);
     }
     let candidates = other
@@ -125,8 +146,16 @@ fn recover_epoch(buf: &[u8], other: Option<u64>) -> std::result::Result<Option<u
 
 impl Wal {
     /// Opens (creating when missing) both log files in `dir` and reads every intact
-    /// record. A torn tail of the newest file is cut off; damage before it is an error.
-    pub fn open(opener: &dyn StorageOpener, dir: &Path) -> Result<WalOpened> {
+    /// record. A torn tail of the newest file is zeroed; damage before it is an error.
+    /// `checkpointed_seq` is the data file's durable checkpoint: commits up to it need no
+    /// record, and the file that held them may already have been emptied for the next
+    /// epoch, so damage proves a loss only where a later record's writer knew a commit
+    /// after it to be synced.
+    pub fn open(
+        opener: &dyn StorageOpener,
+        dir: &Path,
+        checkpointed_seq: u64,
+    ) -> Result<WalOpened> {
         let files = [
             opener.open(&dir.join(WAL_FILES[0]), true)?,
             opener.open(&dir.join(WAL_FILES[1]), true)?,
@@ -183,17 +212,28 @@ impl Wal {
         let mut torn = 0;
         let mut last_seq = [0u64; 2];
         let mut end = FILE_HEADER_LEN as u64;
+        let mut capacity = end;
         for (n, &i) in order.iter().enumerate() {
             let newest = n + 1 == order.len();
-            let prev = records.last().map_or(0, |r: &Record| r.seq);
+            let prev = records
+                .last()
+                .map_or(0, |r: &Record| r.seq)
+                .max(checkpointed_seq);
             let epoch = epochs[i].unwrap_or(0);
             let (recs, stop) = scan_file(files[i].path(), &bufs[i], epoch, prev, &mut torn)?;
             last_seq[i] = recs.last().map_or(0, |r| r.seq);
             if newest {
                 end = stop;
-                if (stop as usize) < bufs[i].len() {
-                    files[i].set_len(stop)?;
+                // A torn tail is zeroed, not cut off: the file keeps its length (and the
+                // zeros it was filled with), so the next appends overwrite in place, and
+                // every byte past the end stays zero.
+                let torn_until = nonzero_end(&bufs[i]) as u64;
+                if torn_until > stop {
+                    let zeros = vec![0u8; (torn_until - stop) as usize];
+                    files[i].write_at(&zeros, stop)?;
+                    files[i].sync()?;
                 }
+                capacity = (bufs[i].len() as u64).max(stop);
             }
             records.extend(recs);
         }
@@ -215,6 +255,7 @@ impl Wal {
                 files[0].sync()?;
                 files[1].set_len(0)?;
                 files[1].sync()?;
+                capacity = FILE_HEADER_LEN as u64;
                 (0, [1, 0])
             }
         };
@@ -227,6 +268,9 @@ impl Wal {
                 active,
                 end,
                 bytes: 0,
+                capacity,
+                prepared: None,
+                last_epoch_bytes: 0,
             }),
             sync: Mutex::new(SyncState {
                 synced: appended,
@@ -268,12 +312,18 @@ impl Wal {
         self.write_record(&mut st, seq, record)
     }
 
-    /// Writes a sealed record at the end of the active file.
+    /// Writes a sealed record at the end of the active file, growing the file by a chunk
+    /// of zeros first when the record would pass its end.
     fn write_record(&self, st: &mut Files, seq: u64, frame: &[u8]) -> Result<()> {
         let active = st.active;
-        let r = st.files[active].write_at(frame, st.end);
         let len = frame.len() as u64;
-        r?;
+        if st.end + len > st.capacity {
+            let grown = (st.end + len).div_ceil(GROW_BYTES) * GROW_BYTES;
+            let from = st.capacity.max(st.end);
+            fill_zeros(st.files[active].as_ref(), from, grown)?;
+            st.capacity = grown;
+        }
+        st.files[active].write_at(frame, st.end)?;
         st.end += len;
         st.bytes += len;
         st.last_seq[active] = seq;
@@ -349,28 +399,90 @@ impl Wal {
             s.synced = s.synced.max(st.last_seq[active]);
         }
         let epoch = st.epoch[active] + 1;
-        // The emptied file and its new header reach the disk before any record of the new
-        // epoch is written, so a power loss can never revive the file's old records.
-        let reset = st.files[other]
-            .set_len(0)
-            .and_then(|()| st.files[other].write_at(&encode_header(epoch), 0))
-            .and_then(|()| st.files[other].sync());
-        if let Err(e) = reset {
-            self.fail(format!("resetting the log file failed: {e}"));
-            return Err(e.into());
-        }
+        let capacity = match st.prepared.take() {
+            Some(capacity) => capacity,
+            None => {
+                // The emptied file and its new header reach the disk before any record of
+                // the new epoch is written, so a power loss can never revive the file's
+                // old records.
+                if let Err(e) = reset(st.files[other].as_ref(), epoch, FILE_HEADER_LEN as u64) {
+                    self.fail(format!("resetting the log file failed: {e}"));
+                    return Err(e);
+                }
+                FILE_HEADER_LEN as u64
+            }
+        };
+        st.last_epoch_bytes = st.bytes;
         st.epoch[other] = epoch;
         st.last_seq[other] = 0;
         st.active = other;
         st.end = FILE_HEADER_LEN as u64;
         st.bytes = 0;
+        st.capacity = capacity;
         Ok(true)
+    }
+
+    /// After a checkpoint made commits up to `durable_seq` durable, off the commit path:
+    /// empties the inactive file, writes the next epoch's header and fills it with as
+    /// many zeros as the last epoch appended (up to [`PREPARE_MAX_BYTES`]), and syncs it,
+    /// so that the next switch writes nothing and the next epoch's appends overwrite
+    /// zeros. Does nothing while the file still holds commits newer than `durable_seq`.
+    /// Checkpoints call it one at a time, so the file is not switched to meanwhile.
+    ///
+    /// A power loss during it or after it leaves a newest file with no records: opening
+    /// takes it as the active file and replays the other's records first, which is the
+    /// state right after a switch.
+    pub fn prepare_next(&self, durable_seq: u64) -> Result<()> {
+        let (file, epoch, capacity) = {
+            let st = lock(&self.state);
+            let other = 1 - st.active;
+            if st.prepared.is_some() || st.last_seq[other] > durable_seq {
+                return Ok(());
+            }
+            let wanted = st.last_epoch_bytes.max(st.bytes) + FILE_HEADER_LEN as u64;
+            let capacity = wanted
+                .div_ceil(GROW_BYTES)
+                .clamp(1, PREPARE_MAX_BYTES / GROW_BYTES);
+            (
+                st.files[other].clone(),
+                st.epoch[st.active] + 1,
+                capacity * GROW_BYTES,
+            )
+        };
+        reset(file.as_ref(), epoch, capacity)?;
+        let mut st = lock(&self.state);
+        // Only a switch changes the active file's epoch, and only a checkpoint switches.
+        if st.epoch[st.active] + 1 == epoch {
+            st.prepared = Some(capacity);
+        }
+        Ok(())
     }
 
     /// Bytes appended since the last switch: what the next checkpoint lets go of.
     pub fn pending_bytes(&self) -> u64 {
         lock(&self.state).bytes
     }
+}
+
+/// Empties `file`, writes `epoch`'s header and zeros up to `capacity`, and syncs it.
+fn reset(file: &dyn Storage, epoch: u64, capacity: u64) -> Result<()> {
+    file.set_len(0)?;
+    file.write_at(&encode_header(epoch), 0)?;
+    fill_zeros(file, FILE_HEADER_LEN as u64, capacity)?;
+    file.sync()?;
+    Ok(())
+}
+
+/// Writes zeros to `file` from `from` up to `until`, a chunk at a time.
+fn fill_zeros(file: &dyn Storage, from: u64, until: u64) -> Result<()> {
+    let zeros = vec![0u8; GROW_BYTES.min(until.saturating_sub(from)) as usize];
+    let mut at = from;
+    while at < until {
+        let n = (until - at).min(zeros.len() as u64);
+        file.write_at(&zeros[..n as usize], at)?;
+        at += n;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -384,7 +496,7 @@ mod tests {
     }
 
     fn open(disk: &SimDisk) -> WalOpened {
-        Wal::open(disk, dir()).expect("open the log")
+        Wal::open(disk, dir(), 0).expect("open the log")
     }
 
     /// The ops of commit `seq`: one put of a key and value named after it.
@@ -438,7 +550,11 @@ mod tests {
         assert_eq!(wal.records.load(Ordering::Relaxed), 5);
         let bytes = wal.bytes.load(Ordering::Relaxed);
         assert_eq!(wal.pending_bytes(), bytes);
-        assert_eq!(raw(&disk, 0).len() as u64, FILE_HEADER_LEN as u64 + bytes);
+        // The file grew by one chunk of zeros: the records, then zeros.
+        let file = raw(&disk, 0);
+        assert_eq!(file.len() as u64, GROW_BYTES);
+        let end = FILE_HEADER_LEN + bytes as usize;
+        assert!(nonzero_end(&file) <= end && nonzero_end(&file) > end - 8);
         drop(wal);
         let opened = open(&disk);
         assert_eq!(seqs(&opened.records), vec![1, 2, 3, 4, 5]);
@@ -454,21 +570,34 @@ mod tests {
     }
 
     #[test]
-    fn a_torn_tail_stops_replay_at_the_last_whole_record_and_is_cut_off() {
+    fn a_torn_tail_stops_replay_at_the_last_whole_record_and_is_zeroed() {
         let (disk, wal) = log_with(2);
-        let whole = raw(&disk, 0).len();
+        let whole = nonzero_end(&raw(&disk, 0));
         append(&wal, 3);
         drop(wal);
         let full = raw(&disk, 0);
+        let end = nonzero_end(&full);
         // Inside the record header, just past it, and inside the payload (the last eight
-        // bytes may be padding alone).
-        for cut in [whole + 5, whole + 24, full.len() - 8] {
+        // bytes may be padding alone); the file cut there, and torn inside its length.
+        for (cut, keep_length) in [
+            (whole + 5, false),
+            (whole + 24, false),
+            (end - 8, false),
+            (whole + 24, true),
+        ] {
             let path = dir().join(WAL_FILES[0]);
-            disk.write_raw(&path, full[..cut].to_vec());
+            let mut torn = full[..cut].to_vec();
+            if keep_length {
+                torn.resize(full.len(), 0);
+            }
+            disk.write_raw(&path, torn);
             let opened = open(&disk);
             assert_eq!(seqs(&opened.records), vec![1, 2], "cut at {cut}");
             assert_eq!(opened.torn_tails, 1);
-            assert_eq!(raw(&disk, 0).len(), whole, "the torn bytes are cut off");
+            let after = raw(&disk, 0);
+            assert!(nonzero_end(&after) <= whole, "the torn bytes are zeroed");
+            assert_eq!(after[..whole], full[..whole]);
+            assert_eq!(after.len(), if keep_length { full.len() } else { cut });
             // The next commit takes the torn one's place.
             append(&opened.wal, 3);
             drop(opened);
@@ -499,7 +628,7 @@ mod tests {
         append(&wal, 2);
         drop(wal);
         flip(&disk, 0, FILE_HEADER_LEN + 30);
-        Wal::open(&disk, dir())
+        Wal::open(&disk, dir(), 0)
     }
 
     #[test]
@@ -555,10 +684,8 @@ mod tests {
         append(&wal, 3);
         append(&wal, 4);
         assert!(wal.pending_bytes() > 0);
-        assert_eq!(
-            raw(&disk, 1).len() as u64,
-            FILE_HEADER_LEN as u64 + wal.pending_bytes()
-        );
+        let end = FILE_HEADER_LEN + wal.pending_bytes() as usize;
+        assert!(raw(&disk, 1)[end..].iter().all(|&b| b == 0));
         // The other file holds commits 1 and 2: a switch back needs a checkpoint of 2.
         assert!(!wal.rotate(1).expect("refused"));
         drop(wal);
@@ -570,6 +697,44 @@ mod tests {
         append(&opened.wal, 5);
         drop(opened);
         assert_eq!(seqs(&open(&disk).records), vec![3, 4, 5]);
+    }
+
+    #[test]
+    fn a_prepared_file_is_switched_to_without_a_write_and_keeps_its_length() -> Result<()> {
+        let (disk, wal) = log_with(2);
+        // Commits 1 and 2 are in file 0, the active one: nothing to prepare yet
+        // until the switch, and the switch resets file 1 itself.
+        assert!(wal.rotate(2)?);
+        append(&wal, 3);
+        wal.wait_durable(3)?;
+        // File 0's records (up to 2) are durable in a checkpoint: it is prepared for the
+        // next epoch, 3, filled with zeros.
+        wal.prepare_next(2)?;
+        let prepared = raw(&disk, 0);
+        assert_eq!(prepared.len() as u64, GROW_BYTES);
+        assert_eq!(prepared[..FILE_HEADER_LEN], encode_header(3));
+        assert!(nonzero_end(&prepared) <= FILE_HEADER_LEN);
+        // A power loss now: file 0 is the newest and empty; commit 3 is replayed from
+        // file 1, and the appends go to file 0.
+        let lost_power = disk.fork();
+        lost_power.crash();
+        let opened = Wal::open(&lost_power, dir(), 2)?;
+        assert_eq!(seqs(&opened.records), vec![3]);
+        drop(opened);
+        // The switch to the prepared file writes nothing, and appends overwrite its zeros.
+        assert!(wal.rotate(3)?);
+        assert_eq!(raw(&disk, 0), prepared, "no write at the switch");
+        append(&wal, 4);
+        assert_eq!(raw(&disk, 0).len() as u64, GROW_BYTES, "appended in place");
+        // File 1 holds commit 3: not prepared until a checkpoint covers it.
+        let file_1 = raw(&disk, 1);
+        wal.prepare_next(2)?;
+        assert_eq!(raw(&disk, 1), file_1);
+        drop(wal);
+        let opened = Wal::open(&disk, dir(), 0)?;
+        assert_eq!(seqs(&opened.records), vec![3, 4]);
+        assert_eq!(opened.torn_tails, 0);
+        Ok(())
     }
 
     #[test]

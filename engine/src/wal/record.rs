@@ -141,7 +141,9 @@ pub fn decode_header(h: &[u8]) -> Result<u64, HeaderReject> {
 /// True when some record of a file of `epoch` validates behind the header: proof that a
 /// file whose header is damaged was written in that epoch.
 pub fn holds_record_of(buf: &[u8], epoch: u64) -> bool {
-    (FILE_HEADER_LEN..buf.len().saturating_sub(RECORD_HEADER_LEN - 1))
+    // Headers that start past the last non-zero byte are zeros (see synced_record_after).
+    let starts_before = nonzero_end(buf).min(buf.len().saturating_sub(RECORD_HEADER_LEN - 1));
+    (FILE_HEADER_LEN..starts_before)
         .step_by(ALIGN)
         .any(|at| matches!(parse_record(buf, at, epoch), Parsed::Record(..)))
 }
@@ -215,6 +217,65 @@ fn record_crc(epoch: u64, body: &[u8]) -> u32 {
     crc32c::crc32c_append(crc32c::crc32c(&epoch.to_le_bytes()), body)
 }
 
+/// Why the bytes at an offset are not a record. A plain value, not a message: the scan
+/// for records behind a tail tries every 8-byte offset of what is left of a file, and
+/// formatting a message for each of them cost more than the open itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BadRecord {
+    /// Fewer bytes than a record header are left in the file.
+    HeaderCutShort,
+    /// The header's length runs past the end of the file.
+    RunsPastEnd {
+        /// The payload length the header gives.
+        len: usize,
+    },
+    /// The stored checksum does not match the record's bytes.
+    Checksum {
+        /// The checksum in the header.
+        stored: u32,
+        /// The checksum of the bytes.
+        computed: u32,
+    },
+    /// The checksum matched but the payload's mutations do not decode.
+    Payload,
+}
+
+impl std::fmt::Display for BadRecord {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::HeaderCutShort => write!(f, "record header cut short"),
+            Self::RunsPastEnd { len } => {
+                write!(f, "record of {len} bytes runs past the end of the file")
+            }
+            Self::Checksum { stored, computed } => {
+                write!(
+                    f,
+                    "checksum {stored:#010x} stored, {computed:#010x} computed"
+                )
+            }
+            Self::Payload => write!(f, "payload does not decode"),
+        }
+    }
+}
+
+/// The offset after the last non-zero byte of `buf` (0 when it is all zeros). Compares
+/// 4 KiB blocks against zeros first (a memcmp), so a file grown by zeroed chunks is
+/// skipped at memory speed, in debug builds too.
+pub fn nonzero_end(buf: &[u8]) -> usize {
+    const BLOCK: usize = 4096;
+    static ZEROS: [u8; BLOCK] = [0; BLOCK];
+    let mut end = buf.len();
+    while end > 0 {
+        let start = end.saturating_sub(BLOCK);
+        if buf[start..end] != ZEROS[..end - start] {
+            let last = buf[start..end].iter().rposition(|&b| b != 0).unwrap_or(0);
+            return start + last + 1;
+        }
+        end = start;
+    }
+    0
+}
+
 /// What lies at an offset of a log file.
 #[derive(Debug)]
 pub enum Parsed {
@@ -223,7 +284,7 @@ pub enum Parsed {
     /// Nothing more: the end of the file or a zeroed header.
     End,
     /// A damaged or torn record.
-    Bad(String),
+    Bad(BadRecord),
 }
 
 fn take<'a>(buf: &'a [u8], at: &mut usize, n: usize) -> Option<&'a [u8]> {
@@ -264,30 +325,26 @@ pub fn parse_record(buf: &[u8], at: usize, epoch: u64) -> Parsed {
         return Parsed::End;
     }
     let Some(h) = buf.get(at..at + RECORD_HEADER_LEN) else {
-        return Parsed::Bad("record header cut short".into());
+        return Parsed::Bad(BadRecord::HeaderCutShort);
     };
-    if h.iter().all(|&b| b == 0) {
+    if h == [0; RECORD_HEADER_LEN] {
         return Parsed::End;
     }
     let len = read_u32(h, RECORD_LEN_AT) as usize;
     let end = at + RECORD_HEADER_LEN + len;
     let Some(body) = buf.get(at + RECORD_LEN_AT..end) else {
-        return Parsed::Bad(format!(
-            "record of {len} bytes runs past the end of the file"
-        ));
+        return Parsed::Bad(BadRecord::RunsPastEnd { len });
     };
     let stored = read_u32(h, RECORD_CRC_AT);
     let computed = record_crc(epoch, body);
     if stored != computed {
-        return Parsed::Bad(format!(
-            "checksum {stored:#010x} stored, {computed:#010x} computed"
-        ));
+        return Parsed::Bad(BadRecord::Checksum { stored, computed });
     }
     let seq = read_u64(h, RECORD_SEQ_AT);
     let synced = read_u64(h, SYNCED_AT);
     match decode_payload(&buf[at + RECORD_HEADER_LEN..end]) {
         Some(ops) => Parsed::Record(Record { seq, synced, ops }, end.div_ceil(ALIGN) * ALIGN),
-        None => Parsed::Bad("payload does not decode".into()),
+        None => Parsed::Bad(BadRecord::Payload),
     }
 }
 
@@ -295,8 +352,12 @@ pub fn parse_record(buf: &[u8], at: usize, epoch: u64) -> Parsed {
 /// commit `lost` was already on disk: proof that damage at `from` is not a torn tail.
 /// With `lost` = 0, any valid record counts.
 pub fn synced_record_after(buf: &[u8], from: usize, lost: u64, epoch: u64) -> Option<Record> {
+    // A header that starts past the last non-zero byte is all zeros, not a record: stop
+    // there (a file grown by zeroed chunks is mostly zeros). Records themselves may end
+    // in zero bytes, so the buffer is not cut.
+    let starts_before = nonzero_end(buf);
     let mut at = from.div_ceil(ALIGN) * ALIGN + ALIGN;
-    while at + RECORD_HEADER_LEN <= buf.len() {
+    while at < starts_before && at + RECORD_HEADER_LEN <= buf.len() {
         if let Parsed::Record(r, _) = parse_record(buf, at, epoch) {
             if r.synced >= lost {
                 return Some(r);
@@ -326,6 +387,19 @@ mod tests {
         assert_eq!(decode_header(&h), Ok(0x0102_0304_0506_0708));
         assert_eq!(&h[12..16], &[0; 4], "reserved");
         assert_eq!(&h[28..32], &[0; 4], "reserved");
+    }
+
+    #[test]
+    fn nonzero_end_finds_the_last_non_zero_byte_across_blocks() {
+        assert_eq!(nonzero_end(&[]), 0);
+        assert_eq!(nonzero_end(&[0; 10_000]), 0);
+        for at in [0, 1, 4095, 4096, 4097, 9_999] {
+            let mut buf = vec![0u8; 10_000];
+            buf[at] = 7;
+            assert_eq!(nonzero_end(&buf), at + 1, "byte at {at}");
+            buf[0] = 1;
+            assert_eq!(nonzero_end(&buf), at + 1, "and one at 0");
+        }
     }
 
     #[test]
