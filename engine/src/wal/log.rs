@@ -78,13 +78,13 @@ pub struct WalOpened {
     pub wal: Wal,
     /// Every intact record, in commit order.
     pub records: Vec<Record>,
-    /// Torn tails cut off (0 or 1).
+    /// Torn tails zeroed (0 or 1).
     pub torn_tails: u64,
     /// Damaged file headers rewritten from the epoch their records prove.
     pub repaired_headers: u64,
 }
 
-/// Parses one file: its records and where they end. Damage is a torn tail (cut off)
+/// Parses one file: its records and where they end. Damage is a torn tail (zeroed)
 /// unless a later record proves the damaged commit had already reached the disk, in which
 /// case the log is corrupt before its tail.
 fn scan_file(
@@ -381,7 +381,7 @@ impl Wal {
     }
 
     /// At a checkpoint's start: syncs the active file and switches appends to the other,
-    /// emptied first. Skipped (false) when the other still holds commits newer than the
+    /// which [`Wal::prepare_next`] made ready (or which is emptied here). Skipped (false) when the other still holds commits newer than the
     /// durable checkpoint `durable_seq` (an earlier checkpoint failed).
     pub fn rotate(&self, durable_seq: u64) -> Result<bool> {
         let mut st = lock(&self.state);
