@@ -129,25 +129,26 @@ impl OrderedRead for AimetaEngine {
 }
 
 /// The variable that overrides how this engine's page misses are read, for A/B runs of
-/// the read path: `mapped`, `buffered` or `direct` (docs/fairness.md).
+/// the read path: `mapped`, `buffered`, `direct` or `shared` (docs/fairness.md).
 pub const READS_ENV: &str = "AI_META_AIMETA_READS";
 
-/// How page misses are read: buffered through the OS page cache when the harness asks for
-/// reads that suit a memory cgroup (`direct_reads`; the cgroup counts the page cache, and
-/// at the seed scale its memory beyond the budget holds a good part of each store for the
-/// engines that read through the page cache: docs/performance.md), mapped otherwise;
+/// How page misses are read: as shared images when the harness asks for reads that suit a
+/// memory cgroup (`direct_reads`; the cgroup counts the page cache, so a page the pool
+/// copied would be cached twice in one budget, and the pool keeps a reference to the page
+/// cache's copy instead: docs/performance.md), copied out of the map otherwise;
 /// [`READS_ENV`] overrides both.
 fn data_reads(o: &OpenOptions) -> Result<DataReads> {
     match std::env::var(READS_ENV) {
         Ok(v) if v == "mapped" => Ok(DataReads::Mapped),
         Ok(v) if v == "buffered" => Ok(DataReads::Buffered),
         Ok(v) if v == "direct" => Ok(DataReads::Direct),
+        Ok(v) if v == "shared" => Ok(DataReads::Shared),
         Ok(v) if !v.is_empty() => Err(Error::BadSetting {
             name: READS_ENV,
             value: v,
-            valid: "mapped, buffered, direct",
+            valid: "mapped, buffered, direct, shared",
         }),
-        _ if o.direct_reads => Ok(DataReads::Buffered),
+        _ if o.direct_reads => Ok(DataReads::Shared),
         _ => Ok(DataReads::Mapped),
     }
 }

@@ -59,10 +59,12 @@ pub struct OpenOptions {
     /// forces the throwaway cluster whatever the environment says.
     pub pg_url: Option<String>,
     /// The page cache counts against the same budget as the engine's cache (the cgroup
-    /// budget mode): each engine reads the way that suits it there. This engine reads its
-    /// misses with `pread` instead of its memory map (`DataReads::Buffered`; O_DIRECT was
-    /// measured slower); RocksDB stays buffered (its `use_direct_reads` was measured
-    /// slower); LMDB, redb, SQLite and PostgreSQL read as they always do.
+    /// budget mode): each engine reads the way that suits it there. This engine keeps its
+    /// clean pages in place in the page cache instead of copying them into its pool
+    /// (`DataReads::Shared`: one copy of each page in the one budget; a copy per miss,
+    /// through the map, with `pread` or with O_DIRECT, was measured slower); RocksDB stays
+    /// buffered (its `use_direct_reads` was measured slower); LMDB, redb, SQLite and
+    /// PostgreSQL read as they always do.
     /// docs/fairness.md lists each.
     pub direct_reads: bool,
 }

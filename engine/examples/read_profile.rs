@@ -11,7 +11,9 @@
 //! (`longest_prefix_with`, any prefix), `lpm_at` (prefixes ending at '/'), `bisect`
 //! (binary search over the query's '/' depths with point gets). Longest-prefix queries
 //! extend a stored chain by two phantom levels (80 %) or fall between chains (20 %).
-//! `cas` (manifest shapes) swaps a random stored key's value, one commit each.
+//! `cas` (manifest shapes) swaps a random stored key's value, one commit each. `scan`
+//! (manifest shapes) reads the first 100 entries of a random shard's prefix, `range` the
+//! 100 entries from a random stored key.
 //! The pool budget is 16 MiB with asynchronous log durability, as in the harness.
 //! Everything is deterministic (fixed seeds). The timed loop runs under `timed`, so that
 //! `valgrind --tool=callgrind --toggle-collect='*timed*'` counts only it.
@@ -281,6 +283,22 @@ fn measure(tree: &Tree, op: &str, keys: &[Vec<u8>]) -> u64 {
                     .compare_and_swap(k, Some(&out), Some(&new))
                     .expect("cas");
                 sum += u64::from(swapped.is_ok());
+            }
+        }
+        // The harness's manifest_scan and manifest_range100: 100 entries, each key and value
+        // looked at.
+        "scan" | "range" => {
+            for k in keys {
+                let b = tree.range().limit(100);
+                let b = if op == "scan" {
+                    b.prefix(&k[..b"ds/laion/shard-00000/".len()])
+                } else {
+                    b.from(k.as_slice())
+                };
+                let mut it = b.iter();
+                while let Some((k, v)) = it.next_entry().expect("scan") {
+                    sum += (k.len() + v.len()) as u64;
+                }
             }
         }
         other => panic!("unknown op {other}"),

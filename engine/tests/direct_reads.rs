@@ -2,7 +2,8 @@
 //! still sees the latest image, including pages the pool evicted and wrote back through
 //! the page cache moments before (the kernel writes a cached range back before a direct
 //! read of it). A tiny pool forces the evict-write-reread cycle on every commit. The same
-//! scenario runs with buffered reads (`DataReads::Buffered`, a `pread` per miss, no map).
+//! scenario runs with buffered reads (`DataReads::Buffered`, a `pread` per miss, no map)
+//! and with shared images (`DataReads::Shared`, pages left in place in the map).
 
 mod common;
 
@@ -27,6 +28,11 @@ fn direct_reads_see_every_write_through_eviction_and_reopen() -> TestResult {
 #[test]
 fn buffered_reads_see_every_write_through_eviction_and_reopen() -> TestResult {
     every_write_is_read_back(DataReads::Buffered)
+}
+
+#[test]
+fn shared_images_see_every_write_through_eviction_and_reopen() -> TestResult {
+    every_write_is_read_back(DataReads::Shared)
 }
 
 fn every_write_is_read_back(reads: DataReads) -> TestResult {
@@ -57,7 +63,14 @@ fn every_write_is_read_back(reads: DataReads) -> TestResult {
                 assert_eq!(tree.get(k)?.as_deref(), Some(v.as_slice()));
             }
         }
-        assert!(tree.metrics().bm_evictions > 0, "the pool must evict");
+        let m = tree.metrics();
+        assert!(m.bm_evictions > 0, "the pool must evict");
+        assert_eq!(
+            m.bm_shared_pages > 0,
+            reads == DataReads::Shared,
+            "pages are shared in place only when asked: {} shared",
+            m.bm_shared_pages
+        );
     }
     let tree = Tree::open(config(dir.path(), reads))?;
     let got: Vec<(Vec<u8>, Vec<u8>)> = tree.range().iter().collect::<Result<_, _>>()?;

@@ -1,12 +1,14 @@
 //! Model-based test: random operation sequences against the tree and a BTreeMap, with a
-//! pool of 8 pages so that pages are evicted and read back all the time.
+//! pool of 8 pages so that pages are evicted and read back all the time. Each case draws
+//! how page misses are read: copied out of the map, or shared in place with the page cache
+//! (`DataReads::Shared`, whose images stay valid only while no writer reuses their place).
 
 mod common;
 
 use std::collections::BTreeMap;
 use std::ops::Bound;
 
-use aimeta_engine::{Readable, Tree, TreeConfig, MAX_KEY_LEN};
+use aimeta_engine::{DataReads, Readable, Tree, TreeConfig, MAX_KEY_LEN};
 use common::{apply_batch, env_count, model_list, model_lpm, model_range, Ops};
 use proptest::prelude::*;
 
@@ -116,9 +118,10 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
-fn open(dir: &std::path::Path) -> Tree {
+fn open(dir: &std::path::Path, reads: DataReads) -> Tree {
     Tree::open(
         TreeConfig::new(dir)
+            .data_reads(reads)
             .cache_bytes(8 * 4096)
             .frame_size(32 * 1024)
             .readahead_bytes(16 * 1024),
@@ -126,9 +129,9 @@ fn open(dir: &std::path::Path) -> Tree {
     .expect("open")
 }
 
-fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
+fn run(ops: Vec<Op>, reads: DataReads) -> Result<(), TestCaseError> {
     let dir = tempfile::tempdir().map_err(|e| TestCaseError::fail(e.to_string()))?;
-    let mut tree = open(dir.path());
+    let mut tree = open(dir.path(), reads);
     let mut model: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
     for (n, op) in ops.into_iter().enumerate() {
         match op {
@@ -226,7 +229,7 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
             Op::Checkpoint => tree.checkpoint().expect("checkpoint"),
             Op::Reopen => {
                 drop(tree);
-                tree = open(dir.path());
+                tree = open(dir.path(), reads);
                 tree.check_integrity().expect("integrity after reopen");
             }
         }
@@ -251,7 +254,10 @@ proptest! {
     })]
 
     #[test]
-    fn tree_matches_btreemap(ops in prop::collection::vec(op(), 1..250)) {
-        run(ops)?;
+    fn tree_matches_btreemap(
+        ops in prop::collection::vec(op(), 1..250),
+        shared in any::<bool>(),
+    ) {
+        run(ops, if shared { DataReads::Shared } else { DataReads::Mapped })?;
     }
 }

@@ -36,8 +36,11 @@ fn a_reopened_engines_cache_is_charged_to_the_phase_group() -> TestResult {
     let options = OpenOptions {
         cache: CacheBudget::mib(16),
         durability: Durability::Async,
-        // The cgroup mode's reads: through the page cache into the pool's own pages.
-        direct_reads: true,
+        // Reads that copy each page into the pool's own memory, as every engine with a
+        // cache of its own does (RocksDB's block cache, SQLite's and redb's caches). In the
+        // cgroup mode this engine shares the page cache's copies instead
+        // (`DataReads::Shared`), whose pages the kernel charges where they are read.
+        direct_reads: false,
         ..OpenOptions::default()
     };
     let engine = open(EngineKind::Aimeta, dir.path(), &options)?;

@@ -53,6 +53,11 @@ pub struct Cursor {
     plen: usize,
     /// The entry whose key `key` holds; `NO_KEY` when none.
     key_pos: usize,
+    /// Page offset of entry `key_pos`'s plain part, where its value is found.
+    key_plain: usize,
+    /// Bumped each time the cursor enters a leaf, so that a scan can check a whole leaf
+    /// against its end bound once (see [`Cursor::leaf_entered`]).
+    leaf_seq: u64,
     /// Entries in `leaf` (0 without one), kept so that stepping need not parse its header.
     leaf_len: usize,
     leaf_steps: u32,
@@ -87,6 +92,8 @@ impl Cursor {
             key: Vec::new(),
             plen: 0,
             key_pos: NO_KEY,
+            key_plain: 0,
+            leaf_seq: 0,
             leaf_len: 0,
             leaf_steps: 0,
             ra_window: RA_START_PAGES,
@@ -113,7 +120,35 @@ impl Cursor {
     pub fn value(&self) -> Option<ValueCell<'_>> {
         let leaf = self.leaf.as_ref()?;
         let view = leaf.leaf();
-        (self.pos < view.len()).then(|| view.value(self.pos))
+        if self.pos >= view.len() {
+            return None;
+        }
+        // The key's decoding found the entry's cell: its value follows it.
+        Some(if self.key_pos == self.pos {
+            view.value_at(self.key_plain)
+        } else {
+            view.value(self.pos)
+        })
+    }
+
+    /// A number that changes each time the cursor enters a leaf.
+    #[inline]
+    pub fn leaf_entered(&self) -> u64 {
+        self.leaf_seq
+    }
+
+    /// Writes the last key of the current leaf (the first with `first`) into `out`; false
+    /// without a leaf or on an empty one.
+    pub fn leaf_edge_key(&self, first: bool, out: &mut Vec<u8>) -> bool {
+        let Some(leaf) = &self.leaf else {
+            return false;
+        };
+        let view = leaf.leaf();
+        if view.is_empty() {
+            return false;
+        }
+        view.key_into(if first { 0 } else { view.len() - 1 }, out);
+        true
     }
 
     /// The pool, for reading overflow values.
@@ -130,12 +165,12 @@ impl Cursor {
                 if self.key_pos == self.pos {
                     return;
                 }
-                if self.key_pos != NO_KEY && self.key_pos + 1 == self.pos {
+                self.key_plain = if self.key_pos != NO_KEY && self.key_pos + 1 == self.pos {
                     // The next entry of a forward scan: one step from the key held.
-                    view.step_key(self.pos, self.plen, &mut self.key);
+                    view.step_key(self.pos, self.plen, &mut self.key)
                 } else {
-                    view.decode_key(self.pos, self.plen, &mut self.key);
-                }
+                    view.decode_key(self.pos, self.plen, &mut self.key)
+                };
                 self.key_pos = self.pos;
                 return;
             }
@@ -154,6 +189,7 @@ impl Cursor {
         self.plen = self.key.len();
         self.leaf_len = leaf.leaf().len();
         self.leaf = Some(leaf);
+        self.leaf_seq += 1;
     }
 
     fn leave_leaf(&mut self) {
@@ -725,6 +761,7 @@ mod tests {
                 capacity_pages: 100_000,
                 scan_io: ScanIo::Paged,
                 fill_readaround_pages: 0,
+                share_images: false,
             },
         );
         let root_id = loaded.root.expect("a root");

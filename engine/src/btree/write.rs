@@ -711,6 +711,7 @@ pub(in crate::btree) mod tests {
                 capacity_pages,
                 scan_io: ScanIo::Paged,
                 fill_readaround_pages: 0,
+                share_images: false,
             };
             Fixture {
                 pool: Arc::new(BufferPool::new(storage.clone(), geo, cfg)),
@@ -1148,6 +1149,7 @@ pub(in crate::btree) mod tests {
             capacity_pages: 64,
             scan_io: ScanIo::Paged,
             fill_readaround_pages: 0,
+            share_images: false,
         };
         let cold = BufferPool::new(fx.storage.clone(), geo, cfg);
         let root = v.root.as_ref().expect("root").id();

@@ -17,7 +17,7 @@ pub use error::{Corruption, PageError};
 pub use freelist::{decode_freelist_page, encode_freelist_pages, freelist_pages_needed};
 pub use header::{
     cmp_prefixed, lcp, read_u32, read_u64, seal, verify, write_u32, write_u64, PageHeader,
-    HEADER_LEN,
+    HEADER_LEN, KIND_AT,
 };
 pub use inner::{inner_max_separator_len, InnerNode, InnerView, INNER_FIXED};
 pub use key_lengths::{KeyLengths, KEY_LENGTH_BITS};

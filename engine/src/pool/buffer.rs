@@ -12,7 +12,9 @@ use super::table::{PageTable, MAX_PAGES};
 use super::Page;
 use crate::error::{Error, Result};
 use crate::frame::Geometry;
-use crate::page::{seal, verify, InnerView, LeafView, PageError, PageHeader, PageId, PageKind};
+use crate::page::{
+    seal, verify, InnerView, LeafView, PageError, PageHeader, PageId, PageKind, KIND_AT,
+};
 use crate::storage::Storage;
 
 /// How scans and longest-prefix lookups read pages that miss the pool.
@@ -45,6 +47,10 @@ pub struct PoolConfig {
     /// Pages a miss reads in one request while the whole data file fits in the pool and
     /// the pool is still filling (see [`BufferPool::get`]); 0 or 1 reads only the page.
     pub fill_readaround_pages: usize,
+    /// Clean pages read from the file keep their images in place in the OS page cache,
+    /// through the storage's map, instead of a copy (`DataReads::Shared`); storage without
+    /// a map is copied from as usual.
+    pub share_images: bool,
 }
 
 /// Pages resident in memory under a budget.
@@ -66,13 +72,24 @@ pub struct BufferPool {
     /// progress. One latch for the pool, not one per page: write-backs are serialised by
     /// the evictor lock and the single checkpointer anyway, and an 8-byte latch in every
     /// page grew its `Arc` allocation from 64 to 72 bytes, past one cache line (the gate's
-    /// ratios measured 2 to 4 % slower with it; docs/performance.md).
-    writeback_latch: Mutex<()>,
+    /// ratios measured 2 to 4 % slower with it; docs/performance.md). It holds the buffer
+    /// a write-back seals its copy of the image in.
+    writeback_latch: Mutex<Vec<u8>>,
     writeback_failed: Mutex<Option<String>>,
     /// Evicted pages that no reader held (each `Arc` unique), reused whole by the next
     /// misses: a miss on a full pool allocates nothing, neither the page's buffer nor its
-    /// `Arc`.
+    /// `Arc`. Owned images here; shared ones (which have no buffer to give a writer) in
+    /// `spare_shared`.
     spare: Mutex<Vec<Arc<Page>>>,
+    spare_shared: Mutex<Vec<Arc<Page>>>,
+    /// Clean pages are read as shared images (see [`PoolConfig::share_images`]).
+    share: bool,
+    /// Sequential misses on shared images: the page a miss continuing the run would
+    /// ask for, the run's length, and the end of the pages already advised (see
+    /// `BufferPool::advise_ahead`).
+    seq_next: AtomicU64,
+    seq_run: AtomicU64,
+    advised_to: AtomicU64,
     /// The buffer a scan's readahead request is read into (kept between requests).
     scratch: Mutex<Vec<u8>>,
     /// Pages of a fill read-around window (0: off).
@@ -87,6 +104,14 @@ pub struct BufferPool {
 
 /// Spare pages kept at most.
 const SPARE_PAGES: usize = 16;
+
+/// Largest window of pages advised ahead of sequential misses on shared images (128 KiB of
+/// 4 KiB pages, the kernel's default readahead).
+const SEQ_WINDOW_PAGES: u64 = 32;
+
+/// Misses count as one run when each is at most this many pages past the one before (the
+/// pages between may be resident already).
+const SEQ_GAP_PAGES: u64 = 8;
 
 impl std::fmt::Debug for BufferPool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -119,9 +144,14 @@ impl BufferPool {
             next_gen: AtomicU64::new(1),
             writes_started: AtomicU64::new(0),
             writes_finished: AtomicU64::new(0),
-            writeback_latch: Mutex::new(()),
+            writeback_latch: Mutex::new(Vec::new()),
             writeback_failed: Mutex::new(None),
             spare: Mutex::new(Vec::with_capacity(SPARE_PAGES)),
+            spare_shared: Mutex::new(Vec::with_capacity(SPARE_PAGES)),
+            share: cfg.share_images,
+            seq_next: AtomicU64::new(0),
+            seq_run: AtomicU64::new(0),
+            advised_to: AtomicU64::new(0),
             scratch: Mutex::new(Vec::new()),
             fill_pages: cfg.fill_readaround_pages,
             file_pages: AtomicU64::new(file_pages),
@@ -216,7 +246,12 @@ impl BufferPool {
             if pid != id && self.table.contains(pid) {
                 continue;
             }
-            match self.load_image(pid, chunk.into()) {
+            let image = match self.share(pid) {
+                Ok(Some(page)) => Ok(page),
+                Ok(None) => self.load_image(pid, chunk.into()).map(Arc::new),
+                Err(e) => Err(e),
+            };
+            match image {
                 Ok(page)
                     if pid == id || matches!(page.kind(), PageKind::Leaf | PageKind::Inner) =>
                 {
@@ -237,7 +272,7 @@ impl BufferPool {
                 if pid != id && !quiet {
                     continue;
                 }
-                let (p, inserted) = self.table.insert_if_absent(Arc::new(page));
+                let (p, inserted) = self.table.insert_if_absent(page);
                 if inserted {
                     ev.resident += 1;
                     ev.admit(&p);
@@ -273,6 +308,77 @@ impl BufferPool {
 
     fn gen(&self) -> u64 {
         self.next_gen.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// The page of place `id` as a shared image, in place in the storage's map, when the
+    /// pool shares images and the storage has a map covering the place; Ok(None) when the
+    /// image must be copied instead. The image is verified (or, known good, only parsed)
+    /// where it lies: reading its header is what faults it into the page cache.
+    fn share(&self, id: PageId) -> Result<Option<Arc<Page>>> {
+        if !self.share {
+            return Ok(None);
+        }
+        let ps = self.geo.page_bytes();
+        let start = self.geo.offset(id);
+        let Some(map) = self.storage.shared_map(start + ps as u64) else {
+            return Ok(None);
+        };
+        let Some(bytes) = map.get(start as usize..start as usize + ps) else {
+            return Ok(None);
+        };
+        let h = self.header_of(id, bytes)?;
+        self.counters.add(Counter::SharedPages, 1);
+        let mut spare = lock(&self.spare_shared).pop();
+        if let Some(page) = spare.as_mut().and_then(Arc::get_mut) {
+            page.reuse_shared(id, h.kind, h.txn, self.gen(), map);
+            return Ok(spare);
+        }
+        Ok(Some(Arc::new(Page::shared(
+            id,
+            h.kind,
+            h.txn,
+            self.gen(),
+            map,
+            ps,
+        ))))
+    }
+
+    /// A shared image's miss reads only its page (the map is advised random, as LMDB
+    /// does, so that a random miss does not read its neighbours into a bounded page
+    /// cache). Misses on consecutive pages, such as a walk along keys stored in key order,
+    /// would then wait on one device read each; once two misses in a row ask for
+    /// consecutive pages, the kernel is asked to read ahead of the run without waiting
+    /// (`madvise(WILLNEED)`), in a window that doubles from 8 pages up to
+    /// `SEQ_WINDOW_PAGES`, renewed when the run is halfway through it.
+    fn advise_ahead(&self, id: PageId) {
+        let last = self.seq_next.swap(id, Ordering::Relaxed);
+        if id <= last || id - last > SEQ_GAP_PAGES {
+            self.seq_run.store(0, Ordering::Relaxed);
+            return;
+        }
+        let run = self.seq_run.fetch_add(1, Ordering::Relaxed) + 1;
+        let window = (4u64 << run.min(8)).min(SEQ_WINDOW_PAGES);
+        // What an earlier advice of this run covers: nothing when it ended behind the
+        // page or belongs to another run further on.
+        let done = self.advised_to.load(Ordering::Relaxed);
+        let done = if done > id && done <= id + 1 + window {
+            done
+        } else {
+            id + 1
+        };
+        if done - id > window / 2 {
+            return;
+        }
+        let from = done;
+        let to = (id + 1 + window).min(self.file_pages.load(Ordering::Acquire));
+        if from >= to {
+            return;
+        }
+        let ps = self.geo.page_bytes() as u64;
+        if let Some(map) = self.storage.shared_map(to * ps) {
+            map.will_need((from * ps) as usize, ((to - from) * ps) as usize);
+            self.advised_to.store(to, Ordering::Relaxed);
+        }
     }
 
     /// Verifies a page image read from disk and wraps it.
@@ -314,15 +420,25 @@ impl BufferPool {
         self.check_id(id)?;
         let ps = self.geo.page_bytes();
         let offset = self.geo.offset(id);
+        if let Some(page) = self.share(id)? {
+            self.advise_ahead(id);
+            self.counters.add(Counter::BytesRead, ps as u64);
+            self.counters.add(Counter::PagesRead, 1);
+            return Ok(self.admit(page).0);
+        }
         let mut spare = lock(&self.spare).pop();
         let page = match spare.as_mut().and_then(Arc::get_mut) {
             // A spare page holds an old image; the read overwrites all of it or fails.
-            Some(page) => {
-                self.storage.read_at(page.buf_mut(), offset)?;
-                let h = self.header_of(id, page.bytes())?;
-                page.reuse(id, h.kind, h.txn, self.gen());
-                spare.take()
-            }
+            // (Only owned images are kept in `spare`, so it has a buffer.)
+            Some(page) => match page.buf_mut() {
+                Some(buf) => {
+                    self.storage.read_at(buf, offset)?;
+                    let h = self.header_of(id, page.bytes())?;
+                    page.reuse(id, h.kind, h.txn, self.gen());
+                    spare.take()
+                }
+                None => None,
+            },
             None => None,
         };
         let page = match page {
@@ -445,16 +561,27 @@ impl BufferPool {
             if self.table.contains(pid) {
                 continue;
             }
+            match self.share(pid) {
+                Ok(Some(page)) => {
+                    added += usize::from(self.admit(page).1);
+                    continue;
+                }
+                Ok(None) => {}
+                Err(_) => continue,
+            }
             let Ok(h) = self.header_of(pid, chunk) else {
                 continue;
             };
             let mut spare = lock(&self.spare).pop();
             let page = match spare.as_mut().and_then(Arc::get_mut) {
-                Some(page) => {
-                    page.buf_mut().copy_from_slice(chunk);
-                    page.reuse(pid, h.kind, h.txn, self.gen());
-                    spare.take()
-                }
+                Some(page) => match page.buf_mut() {
+                    Some(buf) => {
+                        buf.copy_from_slice(chunk);
+                        page.reuse(pid, h.kind, h.txn, self.gen());
+                        spare.take()
+                    }
+                    None => None,
+                },
                 None => None,
             };
             let page = page.unwrap_or_else(|| {
@@ -514,9 +641,12 @@ impl BufferPool {
         (winner, inserted)
     }
 
-    /// Publishes a page image built by a commit (checksummed here) as a dirty page.
-    pub fn install(&self, mut buf: Vec<u8>) -> Result<Arc<Page>> {
-        seal(&mut buf);
+    /// Publishes a page image built by a commit as a dirty page. Its checksum is not
+    /// computed here but when it is written (`write_back`): an image that a later commit
+    /// replaces before the next checkpoint, as the inner pages of a run of small commits
+    /// are, is never written and never needs one, and the checkpointer's thread, not the
+    /// committing writer, pays for the ones that are.
+    pub fn install(&self, buf: Vec<u8>) -> Result<Arc<Page>> {
         let h = PageHeader::read(&buf).ok_or_else(|| Error::Integrity {
             reason: "a commit built a page with an unknown kind".into(),
         })?;
@@ -581,15 +711,18 @@ impl BufferPool {
     /// discarded meanwhile is never written over its place's next owner.
     fn write_back(&self, page: &Page) -> Result<bool> {
         {
-            let _latch = lock(&self.writeback_latch);
+            let mut sealed = lock(&self.writeback_latch);
             if !page.is_dirty() {
                 return Ok(false);
             }
+            // Images in memory are not sealed (see `install`): seal a copy. Published
+            // images are shared with readers and never change.
+            sealed.clear();
+            sealed.extend_from_slice(page.bytes());
+            seal(&mut sealed);
             self.table.set_known_good(page.id(), false);
             self.writes_started.fetch_add(1, Ordering::AcqRel);
-            let written = self
-                .storage
-                .write_at(page.bytes(), self.geo.offset(page.id()));
+            let written = self.storage.write_at(&sealed, self.geo.offset(page.id()));
             self.writes_finished.fetch_add(1, Ordering::AcqRel);
             written?;
             self.file_pages.fetch_max(page.id() + 1, Ordering::AcqRel);
@@ -652,8 +785,11 @@ impl BufferPool {
     pub fn page_buffer(&self) -> Vec<u8> {
         let ps = self.geo.page_bytes();
         let spare = lock(&self.spare).pop();
-        match spare.and_then(|p| Arc::try_unwrap(p).ok()) {
-            Some(page) => page.into_buffer(),
+        match spare
+            .and_then(|p| Arc::try_unwrap(p).ok())
+            .and_then(Page::into_buffer)
+        {
+            Some(buf) => buf,
             None => vec![0u8; ps],
         }
     }
@@ -663,7 +799,11 @@ impl BufferPool {
     fn recycle(&self, mut page: Arc<Page>) {
         let ps = self.geo.page_bytes();
         if Arc::get_mut(&mut page).is_some_and(|p| p.bytes().len() == ps) {
-            let mut spare = lock(&self.spare);
+            let mut spare = lock(if page.is_shared() {
+                &self.spare_shared
+            } else {
+                &self.spare
+            });
             if spare.len() < SPARE_PAGES {
                 spare.push(page);
             }
@@ -732,7 +872,8 @@ impl BufferPool {
         }
         // A clean image was written (or read) before it became clean, and its place is not
         // rewritten while the tree references it: the bytes must be the same.
-        if buf.as_slice() == page.bytes() {
+        // The image in memory is not sealed (see `install`): all but the checksum.
+        if buf[KIND_AT..] == page.bytes()[KIND_AT..] {
             return Ok(());
         }
         Err(PageError::Malformed {
@@ -812,6 +953,7 @@ pub(super) mod tests {
             capacity_pages: capacity,
             scan_io,
             fill_readaround_pages: 0,
+            share_images: false,
         };
         (BufferPool::new(storage.clone(), geo, cfg), storage)
     }
@@ -907,10 +1049,10 @@ pub(super) mod tests {
     fn an_installed_page_is_dirty_until_one_flush_writes_it() {
         let (pool, storage) = pool_over(0, 16, ScanIo::Paged);
         let mut img = image(5, 2);
-        img[0..4].fill(0); // install seals it
-        let p = pool.install(img).expect("install");
+        img[0..4].fill(0); // the write seals it, not the install
+        let p = pool.install(img.clone()).expect("install");
         assert!(p.is_dirty() && pool.is_resident(5));
-        assert_eq!(p.bytes(), image(5, 2).as_slice(), "sealed on install");
+        assert_eq!(p.bytes(), img.as_slice(), "installed as built, unsealed");
         assert!(
             storage.len().expect("len") < 6 * PAGE as u64,
             "not written yet"
@@ -921,7 +1063,9 @@ pub(super) mod tests {
 
         assert_eq!(pool.flush_dirty().expect("flush"), 1);
         assert!(!p.is_dirty());
-        assert_eq!(on_disk(&storage, 5), image(5, 2));
+        assert_eq!(on_disk(&storage, 5), image(5, 2), "written sealed");
+        pool.check_on_disk(&p)
+            .expect("the same image but for its checksum");
         assert!(pool.table.is_known_good(5), "written by this process");
         assert_eq!(count(&pool, Counter::PagesWritten), 1);
         assert_eq!(count(&pool, Counter::BytesWritten), PAGE as u64);
@@ -982,6 +1126,7 @@ pub(super) mod tests {
             capacity_pages: 64,
             scan_io: ScanIo::Paged,
             fill_readaround_pages: 0,
+            share_images: false,
         };
         let fresh = BufferPool::new(storage.clone(), geo, cfg);
         for id in 2..14 {

@@ -30,9 +30,12 @@ pub enum Counter {
     /// Pages a miss read around the page it wanted while the pool was filling (the
     /// whole file fitting in it); also in `PagesRead`, not in `ReadaheadPages`.
     ReadaroundPages,
+    /// Pages read as shared images, left in place in the OS page cache instead of copied
+    /// (`DataReads::Shared`); also in `PagesRead`.
+    SharedPages,
 }
 
-const N: usize = 11;
+const N: usize = 12;
 const STRIPES: usize = 16;
 
 #[repr(align(128))]
@@ -107,6 +110,9 @@ pub struct Metrics {
     pub bm_readahead_pages: u64,
     /// Pages read around a miss while the pool was filling (in `bm_pages_read` too).
     pub bm_readaround_pages: u64,
+    /// Pages read as shared images, in place in the OS page cache (`DataReads::Shared`;
+    /// in `bm_pages_read` too).
+    pub bm_shared_pages: u64,
     /// Pages written to the data file.
     pub bm_pages_written: u64,
     /// Bytes written to the data file.
@@ -163,6 +169,7 @@ impl Metrics {
             bm_evictions: self.bm_evictions - earlier.bm_evictions,
             bm_readahead_pages: self.bm_readahead_pages - earlier.bm_readahead_pages,
             bm_readaround_pages: self.bm_readaround_pages - earlier.bm_readaround_pages,
+            bm_shared_pages: self.bm_shared_pages - earlier.bm_shared_pages,
             bm_pages_written: self.bm_pages_written - earlier.bm_pages_written,
             bm_bytes_written: self.bm_bytes_written - earlier.bm_bytes_written,
             bm_dirty_writebacks: self.bm_dirty_writebacks - earlier.bm_dirty_writebacks,

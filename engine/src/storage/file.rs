@@ -39,6 +39,29 @@ thread_local! {
     static DIRECT_BUF: RefCell<Vec<AlignedBlock>> = const { RefCell::new(Vec::new()) };
 }
 
+/// A read-only map of the data file, shared by the pages whose images stay in place in it
+/// (`DataReads::Shared`): cloning it clones a reference, and the map lives while any page
+/// holds one, so a file that grew past it and was remapped larger leaves it valid.
+#[derive(Debug, Clone)]
+pub struct SharedMap(Arc<Mmap>);
+
+impl SharedMap {
+    /// The mapped bytes of `range`, when the map covers it.
+    #[inline]
+    pub fn get(&self, range: std::ops::Range<usize>) -> Option<&[u8]> {
+        self.0.get(range)
+    }
+
+    /// Asks the kernel to start reading `len` bytes at `offset` (page-aligned) into the
+    /// page cache, without waiting: advice only, so a failure is ignored.
+    pub fn will_need(&self, offset: usize, len: usize) {
+        let len = len.min(self.0.len().saturating_sub(offset));
+        if len > 0 {
+            let _ = self.0.advise_range(memmap2::Advice::WillNeed, offset, len);
+        }
+    }
+}
+
 /// The data file opened a second time with `O_DIRECT`, for aligned reads.
 #[derive(Debug)]
 struct DirectReads {
@@ -175,17 +198,29 @@ impl FileStorage {
         true
     }
 
+    /// The current map when it covers `end` bytes, or a new larger one, made current.
+    fn map_covering(&self, slot: &ArcSwapOption<Mmap>, end: u64) -> Option<Arc<Mmap>> {
+        if let Some(map) = slot.load_full().filter(|m| m.len() as u64 >= end) {
+            return Some(map);
+        }
+        let map = Arc::new(self.remap(end)?);
+        slot.store(Some(map.clone()));
+        Some(map)
+    }
+
     /// A map of at least `end` bytes (the next power of two, and at least MIN_MAP_BYTES).
     fn remap(&self, end: u64) -> Option<Mmap> {
         let want = end.max(MIN_MAP_BYTES).checked_next_power_of_two()?;
         let len = usize::try_from(want).ok()?;
         #[allow(unsafe_code)]
-        // SAFETY: the map is read-only and private to this handle. Bytes are copied out of
-        // it only below the file's length (`len`), which never decreases for a mapped file
+        // SAFETY: the map is read-only and private to this handle. Bytes are read from it
+        // only below the file's length (`len`), which never decreases for a mapped file
         // (`set_len` refuses to shrink it), so no access can fault past the end of the
         // file. The engine writes a page only while no version in use can reach it
-        // (copy-on-write with deferred frees), so a page being copied out is not being
-        // written; a torn copy of a reused page would fail its checksum, as with `pread`.
+        // (copy-on-write with deferred frees, as in LMDB), so a page being copied out, or
+        // held in place by a reader (`SharedMap`), is not being written; the pool drops
+        // its own reference to a place before the place is reused (`BufferPool::discard`).
+        // A torn copy of a reused page would fail its checksum, as with `pread`.
         let map = unsafe { MmapOptions::new().len(len).map(&self.file) }.ok()?;
         // Page misses are random: without this, a fault on a page not in the OS cache reads
         // its neighbours too and, when memory is short, evicts useful pages for them (the
@@ -275,6 +310,14 @@ impl Storage for FileStorage {
 
     fn path(&self) -> &Path {
         &self.path
+    }
+
+    fn shared_map(&self, end: u64) -> Option<SharedMap> {
+        let slot = self.map.as_ref()?;
+        if end > self.len.load(Ordering::Acquire) {
+            return None;
+        }
+        self.map_covering(slot, end).map(SharedMap)
     }
 }
 

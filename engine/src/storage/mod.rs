@@ -10,7 +10,7 @@ mod sim;
 
 pub use error::StorageError;
 pub use fault::{FaultPlan, FaultyOpener};
-pub use file::FileStorage;
+pub use file::{FileStorage, SharedMap};
 
 pub use sim::{SimDisk, SimFile};
 
@@ -58,7 +58,7 @@ impl StorageOpener for FileOpener {
         reads: DataReads,
     ) -> Result<Arc<dyn Storage>, StorageError> {
         Ok(Arc::new(match reads {
-            DataReads::Mapped => FileStorage::open_mapped(path, create)?,
+            DataReads::Mapped | DataReads::Shared => FileStorage::open_mapped(path, create)?,
             DataReads::Direct => FileStorage::open_direct(path, create)?,
             DataReads::Buffered => FileStorage::open(path, create)?,
         }))
@@ -86,6 +86,14 @@ pub enum DataReads {
     /// page cache holds what the cgroup's memory beyond the pool can keep, as it does for
     /// every other engine that reads through it.
     Buffered,
+    /// Served in place from a read-only memory map: the pool keeps no copy of a clean page,
+    /// only a reference to the OS page cache's, so a page is cached once, where the kernel
+    /// keeps it, and the pool's budget bounds the pages it holds references to and the
+    /// images commits build. Best when the page cache and the pool count against one
+    /// budget (a memory cgroup); without one, the page cache is bounded by nothing of the
+    /// engine's. Storage that cannot share its bytes (a simulated or fault-injecting disk)
+    /// is read as with `Mapped`.
+    Shared,
 }
 
 /// A random-access file. The buffer pool reads and writes pages through it and the log
@@ -108,4 +116,11 @@ pub trait Storage: Send + Sync + std::fmt::Debug + 'static {
     fn set_len(&self, len: u64) -> Result<(), StorageError>;
     /// The path the file lives at, for error messages.
     fn path(&self) -> &Path;
+    /// A read-only map of the file covering at least its first `end` bytes, all of them
+    /// within the file, when this storage reads through one; None otherwise (the caller
+    /// copies with [`Storage::read_at`]).
+    fn shared_map(&self, end: u64) -> Option<SharedMap> {
+        let _ = end;
+        None
+    }
 }

@@ -14,7 +14,7 @@ use crate::page::{
     META_LEN, OLDEST_READ_VERSION,
 };
 use crate::pool::{Access, BufferPool, PoolConfig};
-use crate::storage::{Storage, StorageError};
+use crate::storage::{DataReads, Storage, StorageError};
 use crate::wal::{Wal, WalOpened, WAL_FILES};
 
 /// Name of the data file inside the tree directory.
@@ -177,6 +177,7 @@ pub fn open(cfg: &TreeConfig) -> Result<Opened, OpenError> {
             capacity_pages: capacity_pages(cfg, geo)?,
             scan_io: cfg.scan_io,
             fill_readaround_pages: cfg.fill_readaround_bytes as usize / geo.page_bytes(),
+            share_images: cfg.data_reads == DataReads::Shared,
         },
     ));
     let freelist = read_freelist(&pool, &sb, &data)?;
@@ -251,6 +252,7 @@ fn create(
             capacity_pages: capacity,
             scan_io: cfg.scan_io,
             fill_readaround_pages: cfg.fill_readaround_bytes as usize / geo.page_bytes(),
+            share_images: cfg.data_reads == DataReads::Shared,
         },
     ));
     Ok(Opened {

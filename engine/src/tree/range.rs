@@ -91,6 +91,8 @@ impl RangeBuilder {
             started: false,
             done: false,
             value: Vec::new(),
+            leaf_checked: None,
+            edge: Vec::new(),
         }
     }
 }
@@ -108,6 +110,11 @@ pub struct Range {
     started: bool,
     done: bool,
     value: Vec<u8>,
+    /// The last leaf (by `Cursor::leaf_entered`) checked against the far bound, and
+    /// whether all its keys are within it, so that its entries need no comparison; and a
+    /// buffer for its edge key.
+    leaf_checked: Option<(u64, bool)>,
+    edge: Vec<u8>,
 }
 
 impl Range {
@@ -133,9 +140,33 @@ impl Range {
 
     /// Whether the cursor's key is within the far bound. The near bound holds by
     /// construction: the scan starts by seeking to it and only moves away from it, so a
-    /// forward scan checks only `hi` and a reverse scan only `lo` (one comparison per entry).
-    fn in_range(&self) -> bool {
-        let k = self.cursor.key();
+    /// forward scan checks only `hi` and a reverse scan only `lo`. And it checks the leaf's
+    /// far edge once when it enters the leaf: when the edge is inside, so is every entry of
+    /// the leaf, which then costs no comparison (one per entry only in the scan's last leaf).
+    fn in_range(&mut self) -> bool {
+        let unbounded = if self.rev {
+            matches!(self.lo, Bound::Unbounded)
+        } else {
+            matches!(self.hi, Bound::Unbounded)
+        };
+        if unbounded {
+            return true;
+        }
+        let seq = self.cursor.leaf_entered();
+        let inside = match self.leaf_checked {
+            Some((checked, inside)) if checked == seq => inside,
+            _ => {
+                let inside =
+                    self.cursor.leaf_edge_key(self.rev, &mut self.edge) && self.within(&self.edge);
+                self.leaf_checked = Some((seq, inside));
+                inside
+            }
+        };
+        inside || self.within(self.cursor.key())
+    }
+
+    /// Whether `k` is within the far bound.
+    fn within(&self, k: &[u8]) -> bool {
         if self.rev {
             match &self.lo {
                 Bound::Included(l) => k >= l.as_slice(),

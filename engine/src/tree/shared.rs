@@ -429,6 +429,7 @@ impl Shared {
             bm_evictions: c.get(Counter::Evictions),
             bm_readahead_pages: c.get(Counter::ReadaheadPages),
             bm_readaround_pages: c.get(Counter::ReadaroundPages),
+            bm_shared_pages: c.get(Counter::SharedPages),
             bm_pages_written: c.get(Counter::PagesWritten),
             bm_bytes_written: c.get(Counter::BytesWritten),
             bm_dirty_writebacks: c.get(Counter::DirtyWritebacks),

@@ -111,6 +111,13 @@ impl<'a> LeafView<'a> {
     /// fragment that follows them.
     #[inline(always)]
     pub fn parts(&self, i: usize) -> (usize, &'a [u8]) {
+        let (shared, fragment, _) = self.parts_and_plain(i);
+        (shared, fragment)
+    }
+
+    /// [`LeafView::parts`] and the page offset of the cell's plain part.
+    #[inline(always)]
+    fn parts_and_plain(&self, i: usize) -> (usize, &'a [u8], usize) {
         let page = self.slotted.page;
         let cell = self.cell(i);
         let shared = if self.fragment_len_at != 0 {
@@ -121,7 +128,7 @@ impl<'a> LeafView<'a> {
         let plain = cell + self.fragment_len_at;
         let fragment_len = read_u16(page, plain) as usize;
         let fragment = plain + PLAIN_CELL_FIXED;
-        (shared, &page[fragment..fragment + fragment_len])
+        (shared, &page[fragment..fragment + fragment_len], plain)
     }
 
     /// Key `restart` without the page prefix, for a restart (a multiple of the interval).
@@ -133,8 +140,15 @@ impl<'a> LeafView<'a> {
     /// Value `i`.
     #[inline]
     pub fn value(&self, i: usize) -> ValueCell<'a> {
+        self.value_at(self.plain_part(i))
+    }
+
+    /// The value of the entry whose plain part starts at page offset `plain`, as
+    /// [`LeafView::step_key`] and [`LeafView::decode_key`] return it: a scan decodes an
+    /// entry's key and value from one slot read.
+    #[inline]
+    pub fn value_at(&self, plain: usize) -> ValueCell<'a> {
         let page = self.slotted.page;
-        let plain = self.plain_part(i);
         let fragment_len = read_u16(page, plain) as usize;
         let word = read_u32(page, plain + VALUE_WORD_AT);
         let payload = plain + PLAIN_CELL_FIXED + fragment_len;
@@ -157,26 +171,28 @@ impl<'a> LeafView<'a> {
     }
 
     /// Turns `key`, holding key `i - 1` (or anything, when `i` is a restart), into key
-    /// `i`; `prefix_len` is the length of the page prefix at the start of `key`.
+    /// `i`; `prefix_len` is the length of the page prefix at the start of `key`. Returns
+    /// the page offset of entry `i`'s plain part (see [`LeafView::value_at`]).
     #[inline]
-    pub fn step_key(&self, i: usize, prefix_len: usize, key: &mut Vec<u8>) {
-        let (shared, fragment) = self.parts(i);
+    pub fn step_key(&self, i: usize, prefix_len: usize, key: &mut Vec<u8>) -> usize {
+        let (shared, fragment, plain) = self.parts_and_plain(i);
         key.truncate(prefix_len + shared);
         key.extend_from_slice(fragment);
+        plain
     }
 
     /// Writes key `i`'s suffix after the first `prefix_len` bytes of `key` (the page
     /// prefix), copying each byte once: its fragment, then, walking back towards its
     /// restart, the fragments of earlier entries that supply the bytes it shares. A jump
     /// into a front-coded run costs one cell read per entry walked, not a copy of every
-    /// key.
-    pub fn decode_key(&self, i: usize, prefix_len: usize, key: &mut Vec<u8>) {
-        let (shared, fragment) = self.parts(i);
+    /// key. Returns the page offset of entry `i`'s plain part.
+    pub fn decode_key(&self, i: usize, prefix_len: usize, key: &mut Vec<u8>) -> usize {
+        let (shared, fragment, plain) = self.parts_and_plain(i);
         if shared == 0 {
             // A plain page's entry, or a restart: the fragment is the whole suffix.
             key.truncate(prefix_len);
             key.extend_from_slice(fragment);
-            return;
+            return plain;
         }
         key.truncate(prefix_len);
         key.resize(prefix_len + shared + fragment.len(), 0);
@@ -195,6 +211,7 @@ impl<'a> LeafView<'a> {
                 missing = earlier_shared;
             }
         }
+        plain
     }
 
     /// Length of key `i` without the page prefix, without copying bytes.
