@@ -14,7 +14,8 @@
 //! `cas` (manifest shapes) swaps a random stored key's value, one commit each. `scan`
 //! (manifest shapes) reads the first 100 entries of a random shard's prefix, `range` the
 //! 100 entries from a random stored key.
-//! The pool budget is 16 MiB with asynchronous log durability, as in the harness.
+//! The pool budget is 16 MiB with asynchronous log durability, as in the harness; misses
+//! read as `READ_PROFILE_READS` says (mapped, the default, direct, buffered or shared).
 //! Everything is deterministic (fixed seeds). The timed loop runs under `timed`, so that
 //! `valgrind --tool=callgrind --toggle-collect='*timed*'` counts only it.
 
@@ -22,7 +23,7 @@ use std::hint::black_box;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use aimeta_engine::{Durability, Readable, Tree, TreeConfig};
+use aimeta_engine::{DataReads, Durability, Readable, Tree, TreeConfig};
 use rand::{Rng as _, RngExt as _};
 
 const CACHE_BYTES: u64 = 16 << 20;
@@ -74,11 +75,24 @@ fn chains(n: u32) -> Vec<Vec<u8>> {
         .collect()
 }
 
+/// How misses read: `READ_PROFILE_READS` = mapped (the default), direct, buffered or
+/// shared.
+fn data_reads() -> DataReads {
+    match std::env::var("READ_PROFILE_READS").as_deref() {
+        Ok("direct") => DataReads::Direct,
+        Ok("buffered") => DataReads::Buffered,
+        Ok("shared") => DataReads::Shared,
+        Ok("mapped") | Err(_) => DataReads::Mapped,
+        Ok(other) => panic!("READ_PROFILE_READS={other}: mapped, direct, buffered or shared"),
+    }
+}
+
 fn open(dir: &Path) -> Tree {
     Tree::open(
         TreeConfig::new(dir)
             .cache_bytes(CACHE_BYTES)
-            .durability(Durability::Wal { sync: false }),
+            .durability(Durability::Wal { sync: false })
+            .data_reads(data_reads()),
     )
     .expect("open")
 }
@@ -219,6 +233,21 @@ fn bisect(tree: &Tree, q: &[u8], out: &mut Vec<u8>) -> Option<usize> {
 
 /// Nanoseconds this thread has run on a CPU (Linux schedstat), or 0: on a shared machine
 /// it excludes time spent waiting for a core, unlike the wall clock.
+/// Page faults of this process so far, minor and major (/proc/self/stat fields 10, 12).
+fn faults() -> (u64, u64) {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // The fields after the command name, which is in parentheses and may hold spaces.
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let f: Vec<u64> = rest
+        .split_whitespace()
+        .map(|x| x.parse().unwrap_or(0))
+        .collect();
+    (
+        f.get(7).copied().unwrap_or(0),
+        f.get(9).copied().unwrap_or(0),
+    )
+}
+
 fn cpu_ns() -> u64 {
     std::fs::read_to_string("/proc/thread-self/schedstat")
         .ok()
@@ -323,21 +352,25 @@ fn main() {
             let (warm_keys, keys) = keys.split_at(warm);
             let check = measure(&tree, op, warm_keys);
             let before = tree.metrics();
+            let faults_before = faults();
             let cpu = cpu_ns();
             let t = Instant::now();
             let sum = timed(&tree, op, keys);
             let el = t.elapsed();
             let cpu = cpu_ns() - cpu;
+            let faults_after = faults();
             let m = tree.metrics().since(&before);
             let per = |x: u64| x as f64 / keys.len().max(1) as f64;
             println!(
-                "{op} on {}: {:.0} ns/op, {:.0} cpu ns/op, {:.3} page hits/op, {:.3} pages read/op, {:.3} evictions/op, resident {}/{} (check {})",
+                "{op} on {}: {:.0} ns/op, {:.0} cpu ns/op, {:.3} page hits/op, {:.3} pages read/op, {:.3} evictions/op, {:.3} minor / {:.3} major faults/op, resident {}/{} (check {})",
                 args[2],
                 el.as_nanos() as f64 / keys.len().max(1) as f64,
                 per(cpu),
                 per(m.bm_read_page_hits),
                 per(m.bm_pages_read),
                 per(m.bm_evictions),
+                per(faults_after.0 - faults_before.0),
+                per(faults_after.1 - faults_before.1),
                 m.resident_pages,
                 m.capacity_pages,
                 sum ^ check
