@@ -231,8 +231,6 @@ fn bisect(tree: &Tree, q: &[u8], out: &mut Vec<u8>) -> Option<usize> {
     (lo > 0).then(|| cands[lo - 1])
 }
 
-/// Nanoseconds this thread has run on a CPU (Linux schedstat), or 0: on a shared machine
-/// it excludes time spent waiting for a core, unlike the wall clock.
 /// Page faults of this process so far, minor and major (/proc/self/stat fields 10, 12).
 fn faults() -> (u64, u64) {
     let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
@@ -248,6 +246,8 @@ fn faults() -> (u64, u64) {
     )
 }
 
+/// Nanoseconds this thread has run on a CPU (Linux schedstat), or 0: on a shared machine
+/// it excludes time spent waiting for a core, unlike the wall clock.
 fn cpu_ns() -> u64 {
     std::fs::read_to_string("/proc/thread-self/schedstat")
         .ok()

@@ -293,34 +293,32 @@ impl Gate {
         let mean = |r: aimeta_reports::Record| r.ns_per_op.mean;
         let mut mine = Vec::new();
         let mut lmdb: Vec<Vec<f64>> = vec![Vec::new(); TRACE_LMDB.len()];
+        let replay_mine = || -> Result<f64, RunError> {
+            Ok(mean(self.replay(
+                EngineKind::Aimeta,
+                TRACE_MINE,
+                progress,
+            )?))
+        };
         for round in 0..self.o.rounds {
             let mine_first = round % 2 == 0;
             if mine_first {
-                mine.push(mean(self.replay(
-                    EngineKind::Aimeta,
-                    TRACE_MINE,
-                    progress,
-                )?));
+                mine.push(replay_mine()?);
             }
             for (times, method) in lmdb.iter_mut().zip(TRACE_LMDB) {
                 times.push(mean(self.replay(EngineKind::Lmdb, method, progress)?));
             }
             if !mine_first {
-                mine.push(mean(self.replay(
-                    EngineKind::Aimeta,
-                    TRACE_MINE,
-                    progress,
-                )?));
+                mine.push(replay_mine()?);
             }
         }
         let fastest = lmdb
             .iter()
             .min_by(|a, b| median(a).total_cmp(&median(b)))
-            .cloned()
-            .unwrap_or_default();
+            .map_or(&[][..], Vec::as_slice);
         let rounds = mine
             .iter()
-            .zip(&fastest)
+            .zip(fastest)
             .map(|(m, l)| m / l.max(1e-9))
             .collect();
         let ds = &self.trace_dataset;
