@@ -22,6 +22,11 @@ pub struct GateArgs {
     /// change, stated in the commit message; see docs/gate.md).
     #[arg(long)]
     update_baseline: bool,
+    /// Rewrite only the baseline's counters from this run, keeping its ratios (after a
+    /// change that reads fewer pages, measured on another machine kind than the ratios;
+    /// see docs/gate.md).
+    #[arg(long)]
+    update_counters: bool,
     /// Scale of the gate's data sets; the baseline's counters hold only at its own scale.
     #[arg(long, default_value = "ci")]
     scale: String,
@@ -74,6 +79,11 @@ pub fn gate(args: GateArgs) -> ExitCode {
         Ok(s) => s,
         Err(e) => return usage_error(e),
     };
+    if args.update_counters && (args.full_frame || args.update_baseline) {
+        return usage_error(
+            "--update-counters records the normal engine's counters into the existing baseline; drop --full-frame and --update-baseline",
+        );
+    }
     if args.update_baseline && (args.full_frame || args.counters_only) {
         return usage_error(
             "--update-baseline records a full run of the normal engine; drop --full-frame and --counters-only",
@@ -139,10 +149,23 @@ fn measure_and_judge(
         ratios: Vec::new(),
     };
     first.counters.extend(g.trace_counters()?);
-    if !args.counters_only {
+    if !args.counters_only && !args.update_counters {
         first.ratios = g.ratios(None, &NoProgress)?;
     }
     first.counters.push(g.full_frame_reads()?);
+
+    if args.update_counters {
+        let Some(previous) = previous else {
+            return Err(format!("no baseline at {} to update", args.baseline.display()).into());
+        };
+        let b = previous.with_counters(&first, provenance);
+        b.save(&args.baseline)?;
+        let mut rows = gate::evaluate(&b, &first, None);
+        rows.retain(|r| r.kind == gate::CheckKind::Counter);
+        print!("{}", gate::render_table(&rows));
+        println!("counters written to {}", args.baseline.display());
+        return Ok(ExitCode::SUCCESS);
+    }
 
     if args.update_baseline {
         let b = GateBaseline::record(
@@ -190,6 +213,9 @@ fn measure_and_judge(
         baseline.shape.rounds,
         baseline.shape.ops_per_round
     );
+    if let Some(c) = &baseline.counters_provenance {
+        println!("counters recorded {} at commit {}", c.date, c.commit);
+    }
     if gate::passes(&rows) {
         println!("gate: pass");
         Ok(ExitCode::SUCCESS)

@@ -37,6 +37,10 @@ fn berr<E: Into<aimeta_engine::Error>>(op: &'static str) -> impl FnOnce(E) -> Er
     }
 }
 
+/// Bits a key of the stored-key filter when lookups mostly miss: about 1 % false
+/// positives a candidate.
+const KEY_FILTER_BITS: u32 = 10;
+
 impl AimetaEngine {
     /// Opens (creating) a tree in `dir` with paged scans.
     pub fn open(dir: &Path, o: &OpenOptions) -> Result<Self> {
@@ -57,7 +61,12 @@ impl AimetaEngine {
                 .cache_bytes(o.cache.bytes())
                 .durability(durability)
                 .scan_io(scan_io)
-                .data_reads(data_reads(o)?),
+                .data_reads(data_reads(o)?)
+                .key_filter_bits(if o.absent_key_lookups {
+                    KEY_FILTER_BITS
+                } else {
+                    0
+                }),
         )
         .map_err(berr("open"))?;
         Ok(AimetaEngine {
@@ -361,6 +370,8 @@ impl KvEngine for AimetaEngine {
             full_frame_reads: m.bm_scan_full_blob_reads,
             readahead_pages: m.bm_readahead_pages,
             readaround_pages: m.bm_readaround_pages,
+            // Longest-prefix candidates the stored-key filter ruled out without a page.
+            bloom_useful: m.key_filter_rejects,
             ..IoCounters::default()
         })
     }

@@ -67,6 +67,12 @@ pub struct OpenOptions {
     /// PostgreSQL read as they always do.
     /// docs/fairness.md lists each.
     pub direct_reads: bool,
+    /// Most lookups will ask for keys that are not stored: longest-prefix lookups over a
+    /// chain index, where most candidate prefixes of a query miss. An engine with an
+    /// optional filter of stored keys builds one, out of the same `cache` budget (this
+    /// engine: `TreeConfig::key_filter_bits(10)`); RocksDB keeps its Bloom filters on
+    /// every store anyway; LMDB, redb, SQLite and PostgreSQL have no such filter.
+    pub absent_key_lookups: bool,
 }
 
 impl Default for OpenOptions {
@@ -77,6 +83,7 @@ impl Default for OpenOptions {
             expected_data_bytes: 256 * 1024 * 1024,
             pg_url: None,
             direct_reads: false,
+            absent_key_lookups: false,
         }
     }
 }

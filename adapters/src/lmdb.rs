@@ -370,6 +370,7 @@ mod tests {
             expected_data_bytes: 0,
             pg_url: None,
             direct_reads: false,
+            absent_key_lookups: false,
         };
         let e = LmdbEngine::open(dir.path(), &opts)?;
         let initial = e.env.info().map_size;

@@ -54,6 +54,7 @@ fn options(durability: Durability) -> OpenOptions {
         // A throwaway cluster, unless AI_META_PG_URL names a server (then a table of our own).
         pg_url: None,
         direct_reads: false,
+        absent_key_lookups: false,
     }
 }
 

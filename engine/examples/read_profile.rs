@@ -15,7 +15,8 @@
 //! (manifest shapes) reads the first 100 entries of a random shard's prefix, `range` the
 //! 100 entries from a random stored key.
 //! The pool budget is 16 MiB with asynchronous log durability, as in the harness; misses
-//! read as `READ_PROFILE_READS` says (mapped, the default, direct, buffered or shared).
+//! read as `READ_PROFILE_READS` says (mapped, the default, direct, buffered or shared),
+//! and `READ_PROFILE_FILTER` gives the stored-key filter's bits a key (default 0, none).
 //! Everything is deterministic (fixed seeds). The timed loop runs under `timed`, so that
 //! `valgrind --tool=callgrind --toggle-collect='*timed*'` counts only it.
 
@@ -87,12 +88,22 @@ fn data_reads() -> DataReads {
     }
 }
 
+/// Bits a key of the stored-key filter: `READ_PROFILE_FILTER` (default 0, none; the
+/// harness gives chain indexes 10).
+fn filter_bits() -> u32 {
+    std::env::var("READ_PROFILE_FILTER")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
 fn open(dir: &Path) -> Tree {
     Tree::open(
         TreeConfig::new(dir)
             .cache_bytes(CACHE_BYTES)
             .durability(Durability::Wal { sync: false })
-            .data_reads(data_reads()),
+            .data_reads(data_reads())
+            .key_filter_bits(filter_bits()),
     )
     .expect("open")
 }

@@ -58,6 +58,7 @@
 
 mod btree;
 mod error;
+mod filter;
 mod frame;
 mod page;
 mod pool;

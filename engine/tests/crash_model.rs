@@ -2,7 +2,9 @@
 //! (the OS keeps what was written) and power losses (bytes not synced are lost), on a
 //! simulated disk and an 8-page pool, in each durability mode. After a crash the tree
 //! must equal the model at a commit the mode promises to keep, and pass its integrity
-//! check.
+//! check. The tree keeps a stored-key filter, whose file is written at checkpoints and
+//! torn or lost by the same crashes: every stored key must still be found by a
+//! longest-prefix lookup, which skips the candidates the filter rules out.
 
 mod common;
 
@@ -80,6 +82,7 @@ impl Harness {
                 .frame_size(32 * 1024)
                 .durability(self.mode)
                 .background_checkpoints(false)
+                .key_filter_bits(6)
                 .storage(Arc::new(opener)),
         )
         .expect("open")
@@ -99,6 +102,21 @@ impl Harness {
 
 fn contents(tree: &Tree) -> BTreeMap<Vec<u8>, Vec<u8>> {
     tree.range().iter().collect::<Result<_, _>>().expect("scan")
+}
+
+/// Every key of `model` is its own longest stored prefix: the filter never rules out a
+/// stored key, whatever crashed while its file was written.
+fn filter_keeps_every_key(
+    tree: &Tree,
+    model: &BTreeMap<Vec<u8>, Vec<u8>>,
+    when: &str,
+) -> Result<(), TestCaseError> {
+    prop_assert!(tree.metrics().key_filter_bytes > 0, "no filter {}", when);
+    for k in model.keys() {
+        let got = tree.longest_prefix_record(k).expect("lookup");
+        prop_assert_eq!(got.map(|(key, _)| key), Some(k.clone()), "{}", when);
+    }
+    Ok(())
 }
 
 fn run(mode: Durability, ops: Vec<Op>) -> Result<(), TestCaseError> {
@@ -145,6 +163,7 @@ fn run(mode: Durability, ops: Vec<Op>) -> Result<(), TestCaseError> {
                     "a clean close left log to replay, op {}",
                     n
                 );
+                filter_keeps_every_key(&tree, &model, &format!("after a clean reopen, op {n}"))?;
                 history = vec![model.clone()];
             }
             Op::ProcessCrash | Op::PowerLoss(_) | Op::CrashInCheckpoint(..) => {
@@ -183,11 +202,13 @@ fn run(mode: Durability, ops: Vec<Op>) -> Result<(), TestCaseError> {
                     allowed.iter().map(|m| m.len()).collect::<Vec<_>>()
                 );
                 model = got;
+                filter_keeps_every_key(&tree, &model, &format!("after {op:?}, op {n}"))?;
                 history = vec![model.clone()];
             }
         }
     }
     tree.check_integrity().expect("integrity at the end");
+    filter_keeps_every_key(&tree, &model, "at the end")?;
     prop_assert_eq!(contents(&tree), model);
     Ok(())
 }

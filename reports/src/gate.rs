@@ -153,6 +153,11 @@ pub struct GateBaseline {
     pub ratios: Vec<RatioBound>,
     /// Deterministic checks.
     pub counters: Vec<CounterBound>,
+    /// The run that recorded the counters, when it is not the one that recorded the
+    /// ratios (`ai-meta gate --update-counters`: counters are exact on any machine, the
+    /// ratios belong to the machine kind they were measured on).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counters_provenance: Option<Provenance>,
 }
 
 /// One ratio as measured: the per-round ratios.
@@ -479,6 +484,31 @@ impl GateBaseline {
                         .map_or(c.slack, |b| b.slack),
                 })
                 .collect(),
+            counters_provenance: None,
+        }
+    }
+
+    /// This baseline with the counters of `m` (their slacks kept) and its ratios as they
+    /// were: what `--update-counters` writes after a change that reads fewer pages.
+    pub fn with_counters(&self, m: &GateMeasurement, provenance: Provenance) -> GateBaseline {
+        let counters = m
+            .counters
+            .iter()
+            .map(|c| CounterBound {
+                check: c.check.clone(),
+                what: c.what.clone(),
+                value: c.value,
+                slack: self
+                    .counters
+                    .iter()
+                    .find(|b| b.check == c.check)
+                    .map_or(c.slack, |b| b.slack),
+            })
+            .collect();
+        GateBaseline {
+            counters,
+            counters_provenance: Some(provenance),
+            ..self.clone()
         }
     }
 
@@ -582,6 +612,25 @@ mod tests {
             ..b.ratios[1].clone()
         };
         assert_eq!(capped.bound(), 1.0);
+    }
+
+    #[test]
+    fn updating_the_counters_keeps_the_ratios_and_the_slacks() {
+        let mut m = measurement(&[1.0], 100.0);
+        m.counters[0].slack = Some(0.01);
+        let base = first_baseline(&m, 3);
+        let mut later = provenance();
+        later.commit = "later".into();
+        let updated = base.with_counters(&measurement(&[9.0], 80.0), later);
+        assert_eq!(updated.ratios, base.ratios);
+        assert_eq!(updated.provenance, base.provenance);
+        assert_eq!(updated.counters[0].value, 80.0);
+        assert_eq!(updated.counters[0].slack, Some(0.01));
+        assert_eq!(
+            updated.counters_provenance.map(|p| p.commit),
+            Some("later".into())
+        );
+        assert_eq!(base.counters_provenance, None);
     }
 
     #[test]

@@ -12,6 +12,9 @@
 //! fixed-width segments a round goes from the predecessor's common prefix straight to the
 //! level below it, and a miss whose common prefix is shorter than every key ends at once,
 //! where checking the predecessor of each shorter prefix would read another leaf each.
+//! With a stored-key filter (`crate::filter`), the lookup first finds the shortest
+//! candidate the filter lets through, going up: most misses end there without a page,
+//! and no answer is shorter than it.
 //! Correct on any key set, unlike bisecting over candidate lengths with point gets, which
 //! needs every prefix of a stored key to be stored too.
 
@@ -21,8 +24,9 @@ use std::sync::Arc;
 use super::read::child;
 use super::Version;
 use crate::error::Result;
+use crate::filter::PrefixHasher;
 use crate::page::{cmp_prefixed, lcp, Probe, ValueCell};
-use crate::pool::{Access, BufferPool, Page};
+use crate::pool::{Access, BufferPool, Counter, Page};
 
 /// A page a lookup holds: the root borrowed from the version, or a child from the pool.
 enum Held<'a> {
@@ -100,7 +104,40 @@ pub fn longest_prefix_in<R>(
             .rposition(|&b| b == d)
             .unwrap_or(0),
     };
-    let snap = |mut n: usize| loop {
+    // With a stored-key filter: the shortest candidate that may be stored, found going
+    // up from the shortest, one pass over the query's bytes. A miss whose candidates the
+    // filter all rejects ends here without a page; a hit on path keys stops at its first
+    // level, a prefix of a few bytes. No answer is shorter than it.
+    let shortest = match &v.key_filter {
+        None => 1,
+        Some(filter) => {
+            let mut hasher = PrefixHasher::new(query);
+            let (mut n, mut rejected) = (1, 0);
+            let found = loop {
+                match v.key_lengths.ceiling(n) {
+                    Some(l) if l <= query.len() => {
+                        let candidate = boundary.is_none_or(|d| l == query.len() || query[l] == d);
+                        if candidate {
+                            if filter.may_contain_hash(hasher.hash(l)) {
+                                break Some(l);
+                            }
+                            rejected += 1;
+                        }
+                        n = l + 1;
+                    }
+                    _ => break None,
+                }
+            };
+            if rejected > 0 {
+                pool.counters().add(Counter::KeyFilterRejects, rejected);
+            }
+            match found {
+                Some(l) => l,
+                None => return Ok(None),
+            }
+        }
+    };
+    let allowed = |mut n: usize| loop {
         let Some(l) = v.key_lengths.floor(n) else {
             return 0;
         };
@@ -109,6 +146,15 @@ pub fn longest_prefix_in<R>(
             return l;
         }
         n = b;
+    };
+    // Below the shortest candidate the filter lets through nothing can be stored.
+    let snap = |n: usize| {
+        let l = allowed(n);
+        if l < shortest {
+            0
+        } else {
+            l
+        }
     };
     let mut held: Option<(Held<'_>, Option<(Held<'_>, usize)>)> = None;
     let mut fresh = true;
@@ -188,8 +234,22 @@ mod tests {
 
     #[test]
     fn the_lookup_agrees_with_brute_force() {
+        agrees_with_brute_force(0);
+    }
+
+    #[test]
+    fn the_lookup_with_a_key_filter_agrees_with_brute_force() {
+        agrees_with_brute_force(10);
+    }
+
+    fn agrees_with_brute_force(filter_bits: u32) {
         let dir = tempfile::tempdir().expect("tempdir");
-        let tree = Tree::open(TreeConfig::new(dir.path()).cache_bytes(16 * 4096)).expect("open");
+        let tree = Tree::open(
+            TreeConfig::new(dir.path())
+                .cache_bytes(16 * 4096)
+                .key_filter_bits(filter_bits),
+        )
+        .expect("open");
         let mut rng = seeded(0x2545_F491_4F6C_DD1D);
         let mut keys = BTreeSet::new();
         while keys.len() < 20_000 {
@@ -202,6 +262,7 @@ mod tests {
         let sh = &tree.shared;
         let v = sh.current_version();
         assert!(v.height >= 3, "height {}", v.height);
+        assert_eq!(v.key_filter.is_some(), filter_bits > 0);
         let list: Vec<Vec<u8>> = keys.iter().cloned().collect();
         for n in 0..4000 {
             let q = if n % 3 == 0 {

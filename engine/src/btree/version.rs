@@ -3,6 +3,7 @@
 use std::sync::{Arc, OnceLock};
 
 use crate::error::Result;
+use crate::filter::KeyFilter;
 use crate::page::KeyLengths;
 use crate::pool::Page;
 
@@ -20,6 +21,8 @@ pub struct Version {
     pub entries: u64,
     /// A superset of the lengths of its keys (every length unless told otherwise).
     pub key_lengths: KeyLengths,
+    /// A filter holding at least its keys (`None`: no filter; see `crate::filter`).
+    pub key_filter: Option<Arc<KeyFilter>>,
     /// The smallest key, found on first use (None: the tree holds no key).
     first_key: OnceLock<Option<Box<[u8]>>>,
 }
@@ -33,6 +36,7 @@ impl Version {
             height,
             entries,
             key_lengths: KeyLengths::all(),
+            key_filter: None,
             first_key: OnceLock::new(),
         }
     }
@@ -40,6 +44,12 @@ impl Version {
     /// The version with `key_lengths` as its key-length set.
     pub fn with_key_lengths(mut self, key_lengths: KeyLengths) -> Self {
         self.key_lengths = key_lengths;
+        self
+    }
+
+    /// The version with `filter` as its stored-key filter.
+    pub fn with_key_filter(mut self, filter: Option<Arc<KeyFilter>>) -> Self {
+        self.key_filter = filter;
         self
     }
 

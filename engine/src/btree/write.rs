@@ -11,6 +11,7 @@ use std::sync::Arc;
 use super::read::{expect_kind, read_value};
 use super::split::{cut_points, leaf_cut_points, shortest_separator};
 use crate::error::{Error, Result};
+use crate::filter::KeyFilter;
 use crate::frame::Allocator;
 use crate::page::{decode_overflow_run, encode_overflow_run, lcp, KeyLengths};
 use crate::page::{
@@ -111,6 +112,9 @@ pub struct WriteTxn<'a> {
     log: Option<(u32, Vec<u8>)>,
     /// The lengths of the keys put, for the new version's key-length set.
     put_lengths: KeyLengths,
+    /// The stored-key filter the keys put are added to (before the version that holds
+    /// them is published).
+    key_filter: Option<&'a KeyFilter>,
     /// Buffers reused from leaf to leaf and, through the writer, from commit to commit
     /// (the log record's buffer among them while `log` does not hold it).
     scratch: WriteScratch,
@@ -156,6 +160,7 @@ impl<'a> WriteTxn<'a> {
             frees: Vec::new(),
             log: None,
             put_lengths: KeyLengths::empty(),
+            key_filter: None,
             scratch: WriteScratch::new(),
         }
     }
@@ -164,6 +169,12 @@ impl<'a> WriteTxn<'a> {
     /// Call it before [`WriteTxn::with_log`], which takes the log's buffer from them.
     pub fn with_scratch(mut self, scratch: WriteScratch) -> Self {
         self.scratch = scratch;
+        self
+    }
+
+    /// Adds every key put to `filter`.
+    pub fn with_key_filter(mut self, filter: Option<&'a KeyFilter>) -> Self {
+        self.key_filter = filter;
         self
     }
 

@@ -92,6 +92,24 @@ impl KeyLengths {
         }
     }
 
+    /// The smallest length in the set that is at least `n`.
+    #[inline]
+    pub fn ceiling(&self, n: usize) -> Option<usize> {
+        if n >= KEY_LENGTH_BITS {
+            return None;
+        }
+        let (mut i, bit) = (n / 64, n % 64);
+        // Bits bit..64 of word i.
+        let mut w = self.words[i] & (u64::MAX << bit);
+        loop {
+            if w != 0 {
+                return Some(i * 64 + w.trailing_zeros() as usize);
+            }
+            i += 1;
+            w = *self.words.get(i)?;
+        }
+    }
+
     /// Writes the set into the first [`KEY_LENGTHS_BYTES`] bytes of `out`.
     pub fn encode(&self, out: &mut [u8]) {
         for (chunk, w) in out[..KEY_LENGTHS_BYTES].chunks_exact_mut(8).zip(self.words) {
@@ -118,6 +136,23 @@ impl KeyLengths {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ceiling_finds_the_next_length_up() {
+        let mut set = KeyLengths::empty();
+        for l in [3, 64, 65, 700, 2047] {
+            set.insert(l);
+        }
+        assert_eq!(set.ceiling(0), Some(3));
+        assert_eq!(set.ceiling(3), Some(3));
+        assert_eq!(set.ceiling(4), Some(64));
+        assert_eq!(set.ceiling(65), Some(65));
+        assert_eq!(set.ceiling(66), Some(700));
+        assert_eq!(set.ceiling(701), Some(2047));
+        assert_eq!(set.ceiling(2048), None);
+        assert_eq!(KeyLengths::empty().ceiling(0), None);
+        assert_eq!(KeyLengths::all().ceiling(1000), Some(1000));
+    }
 
     #[test]
     fn floor_finds_the_largest_length_at_most_n() {

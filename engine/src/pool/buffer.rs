@@ -184,6 +184,14 @@ impl BufferPool {
         self.scan_io
     }
 
+    /// Changes the capacity (memory the tree spends beside the pool comes out of its
+    /// budget); pages past it are evicted now.
+    pub fn set_capacity_pages(&self, pages: usize) {
+        let mut ev = lock(&self.evictor);
+        ev.set_capacity(pages);
+        self.evict_locked(&mut ev);
+    }
+
     /// (resident pages, capacity in pages).
     pub fn occupancy(&self) -> (usize, usize) {
         let ev = lock(&self.evictor);

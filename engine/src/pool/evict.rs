@@ -91,6 +91,12 @@ impl Evictor {
         self.capacity
     }
 
+    /// Changes the capacity; the next admission evicts down to it.
+    pub fn set_capacity(&mut self, capacity: usize) {
+        self.capacity = capacity;
+        self.small_target = (capacity / 10).max(1);
+    }
+
     /// True while the pool holds more pages than its budget.
     pub fn over_budget(&self) -> bool {
         self.resident > self.capacity

@@ -33,9 +33,11 @@ pub enum Counter {
     /// Pages read as shared images, left in place in the OS page cache instead of copied
     /// (`DataReads::Shared`); also in `PagesRead`.
     SharedPages,
+    /// Longest-prefix candidates the stored-key filter ruled out (no leaf read for them).
+    KeyFilterRejects,
 }
 
-const N: usize = 12;
+const N: usize = 13;
 const STRIPES: usize = 16;
 
 #[repr(align(128))]
@@ -153,6 +155,15 @@ pub struct Metrics {
     pub inner_pages_warmed: u64,
     /// Checkpoints completed since open.
     pub checkpoints: u64,
+    /// Longest-prefix candidates the stored-key filter ruled out without a page read.
+    pub key_filter_rejects: u64,
+    /// Bytes of the stored-key filter (taken out of the pool's budget; 0: no filter).
+    pub key_filter_bytes: u64,
+    /// Stored-key filters rebuilt from the tree's keys when it opened (its file missing,
+    /// of another checkpoint, or damaged).
+    pub key_filter_rebuilds: u64,
+    /// Filter files that could not be written at a checkpoint (the next open rebuilds).
+    pub key_filter_write_failures: u64,
 }
 
 impl Metrics {
@@ -177,6 +188,7 @@ impl Metrics {
             wal_bytes: self.wal_bytes - earlier.wal_bytes,
             wal_syncs: self.wal_syncs - earlier.wal_syncs,
             checkpoints: self.checkpoints - earlier.checkpoints,
+            key_filter_rejects: self.key_filter_rejects - earlier.key_filter_rejects,
             ..*self
         }
     }

@@ -68,6 +68,7 @@ pub struct TreeConfig {
     pub(crate) fill_readaround_bytes: u32,
     pub(crate) data_reads: DataReads,
     pub(crate) warm_inner_levels: bool,
+    pub(crate) key_filter_bits: u32,
     pub(crate) durability: Durability,
     pub(crate) background_checkpoints: bool,
     pub(crate) checkpoint_interval: Duration,
@@ -89,6 +90,7 @@ impl TreeConfig {
             fill_readaround_bytes: DEFAULT_FILL_READAROUND_BYTES,
             data_reads: DataReads::Mapped,
             warm_inner_levels: true,
+            key_filter_bits: 0,
             durability: Durability::Wal { sync: false },
             background_checkpoints: true,
             checkpoint_interval: DEFAULT_CHECKPOINT_INTERVAL,
@@ -135,6 +137,12 @@ impl TreeConfig {
         /// only on leaves, and the bulk loader's inner pages come in a few sequential
         /// requests instead of one random read each on first use.
         warm_inner_levels(on: bool) => warm_inner_levels = on;
+        /// Keeps a filter of the stored keys at this many bits a key (0, the default: no
+        /// filter; 10 rejects about 99 % of absent keys; at most 32). Longest-prefix
+        /// lookups skip the candidates it rules out, so most misses read no leaf. Its
+        /// memory comes out of the pool's budget; it lives in `keys.filter`, written at
+        /// checkpoints, and is rebuilt from the keys when that file does not match.
+        key_filter_bits(bits: u32) => key_filter_bits = bits;
     }
 
     /// The tree's directory.
@@ -176,7 +184,9 @@ mod tests {
             .page_size(8192)
             .frame_size(1 << 20)
             .scan_io(ScanIo::FullFrame)
-            .readahead_bytes(0);
+            .readahead_bytes(0)
+            .key_filter_bits(10);
+        assert_eq!(config.key_filter_bits, 10);
         assert_eq!(config.durability, Durability::None);
         assert!(!config.background_checkpoints);
         assert_eq!(config.checkpoint_interval, Duration::from_secs(2));

@@ -56,6 +56,17 @@ impl Tree {
         let signal = Arc::new(Signal::default());
         let (shared, log) = Shared::new(&config, open(&config)?, signal.clone());
         let shared = Arc::new(shared);
+        if config.key_filter_bits > 0 {
+            // Before the replay: the filter must hold the checkpoint's keys, and the
+            // replayed commits add theirs.
+            let snapshot = Snapshot::new(shared.clone());
+            shared.open_key_filter(|filter| {
+                for item in snapshot.scan_keys().iter() {
+                    filter.insert(item?.as_bytes());
+                }
+                Ok(())
+            })?;
+        }
         shared.recover(log)?;
         if config.warm_inner_levels {
             shared.warm();

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use super::config::{TreeConfig, MIN_CACHE_PAGES};
 use crate::btree::Version;
 use crate::error::{OpenError, Result};
+use crate::filter::{FILTER_FILE, MAX_BITS_PER_KEY};
 use crate::frame::{Allocator, Geometry};
 use crate::page::{
     decode_freelist_page, KeyLengths, MetaReject, PageId, PageKind, Superblock, FORMAT_VERSION,
@@ -52,7 +53,7 @@ fn prepare_dir(dir: &Path) -> Result<PathBuf, OpenError> {
         for entry in entries {
             let entry = entry.map_err(|e| StorageError::io("list directory", dir, 0, e))?;
             let name = entry.file_name().to_string_lossy().into_owned();
-            if name != LOCK_FILE && !WAL_FILES.contains(&name.as_str()) {
+            if name != LOCK_FILE && name != FILTER_FILE && !WAL_FILES.contains(&name.as_str()) {
                 return Err(OpenError::ForeignDirectory {
                     dir: dir.to_path_buf(),
                     found: name,
@@ -145,6 +146,15 @@ pub fn write_superblock(storage: &dyn Storage, sb: &Superblock, slot: u8) -> Res
 
 /// Opens or creates the tree in `cfg.dir`.
 pub fn open(cfg: &TreeConfig) -> Result<Opened, OpenError> {
+    if cfg.key_filter_bits > MAX_BITS_PER_KEY {
+        return Err(OpenError::InvalidConfig {
+            reason: format!(
+                "key_filter_bits({}) is more than {MAX_BITS_PER_KEY}: give 0 (no filter) to \
+                 {MAX_BITS_PER_KEY}; 10 rejects about 99 % of absent keys",
+                cfg.key_filter_bits
+            ),
+        });
+    }
     let data = prepare_dir(&cfg.dir)?;
     let lock = lock_dir(&cfg.dir)?;
     let storage: Arc<dyn Storage> = cfg.opener.open_data(&data, true, cfg.data_reads)?;

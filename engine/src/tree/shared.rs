@@ -21,13 +21,17 @@ use super::config::{Durability, TreeConfig};
 use super::open::{write_superblock, Opened};
 use crate::btree::{self, CheckReport, Mutation, Version, WriteScratch, WriteTxn};
 use crate::error::{Error, Result};
+use crate::filter::{self, KeyFilter};
 use crate::frame::{Allocator, Recoverable};
 use crate::page::{
     encode_freelist_pages, freelist_pages_needed, seal, KeyLengths, PageId, Superblock,
     FORMAT_VERSION,
 };
 use crate::pool::{lock, Access, BufferPool, Counter, Metrics};
+use crate::storage::StorageOpener;
 use crate::wal::{Record, Wal, WalError};
+
+mod key_filter;
 
 /// State only the writer touches.
 struct Writer {
@@ -50,6 +54,10 @@ struct DurabilityStats {
     repaired_headers: AtomicU64,
     replayed: AtomicU64,
     checkpoints: AtomicU64,
+    /// Stored-key filters rebuilt from the keys at open (no usable filter file).
+    key_filter_rebuilds: AtomicU64,
+    /// Filter files that could not be written (the next open rebuilds the filter).
+    key_filter_write_failures: AtomicU64,
 }
 
 /// Everything a `Tree` handle shares.
@@ -75,6 +83,14 @@ pub(crate) struct Shared {
     checkpoint_log_bytes: u64,
     signal: Arc<Signal>,
     stats: DurabilityStats,
+    /// Opens the filter file the way the tree's other files are opened.
+    opener: Arc<dyn StorageOpener>,
+    /// Bits a key of the stored-key filter (0: none).
+    key_filter_bits: u32,
+    /// The pool's capacity before the filter's memory is taken out of it.
+    budget_pages: usize,
+    /// The filter's key count when its file was last written (u64::MAX: never).
+    key_filter_written: AtomicU64,
     /// Held for its lock: a second process cannot open the tree.
     _lock_file: std::fs::File,
 }
@@ -94,6 +110,7 @@ struct Capture {
     generation: u64,
     slot: u8,
     key_lengths: KeyLengths,
+    key_filter: Option<Arc<KeyFilter>>,
 }
 
 impl Shared {
@@ -102,6 +119,7 @@ impl Shared {
     pub fn new(config: &TreeConfig, opened: Opened, signal: Arc<Signal>) -> (Shared, Vec<Record>) {
         let sb = opened.superblock;
         let log = opened.wal;
+        let (_, budget_pages) = opened.pool.occupancy();
         let shared = Shared {
             dir: config.dir.clone(),
             current: ArcSwap::from_pointee(opened.version),
@@ -132,6 +150,10 @@ impl Shared {
                 repaired_headers: AtomicU64::new(log.repaired_headers),
                 ..DurabilityStats::default()
             },
+            opener: config.opener.clone(),
+            key_filter_bits: config.key_filter_bits,
+            budget_pages,
+            key_filter_written: AtomicU64::new(u64::MAX),
             _lock_file: opened.lock,
         };
         (shared, log.records)
@@ -234,7 +256,8 @@ impl Shared {
                 cur.height,
                 cur.entries,
             )
-            .with_scratch(scratch);
+            .with_scratch(scratch)
+            .with_key_filter(cur.key_filter.as_deref());
             if self.logging() {
                 txn = txn.with_log();
             }
@@ -268,7 +291,8 @@ impl Shared {
         self.publish(
             &mut w,
             Version::new(seq, committed.root, committed.height, committed.entries)
-                .with_key_lengths(lengths),
+                .with_key_lengths(lengths)
+                .with_key_filter(cur.key_filter.clone()),
         );
         let full = self.logging() && self.wal.pending_bytes() >= self.checkpoint_log_bytes;
         drop(w);
@@ -303,7 +327,8 @@ impl Shared {
             cur.root.as_ref().map(|p| p.id()),
             cur.height,
             cur.entries,
-        );
+        )
+        .with_key_filter(cur.key_filter.as_deref());
         // One record is one committed batch: replayed as one, each page changed once.
         txn.apply_all(&Mutation::all_of(&rec.ops))?;
         let c = txn.commit()?;
@@ -312,7 +337,9 @@ impl Shared {
         lengths.union(&c.put_lengths);
         self.publish(
             &mut w,
-            Version::new(rec.seq, c.root, c.height, c.entries).with_key_lengths(lengths),
+            Version::new(rec.seq, c.root, c.height, c.entries)
+                .with_key_lengths(lengths)
+                .with_key_filter(cur.key_filter.clone()),
         );
         self.stats.replayed.fetch_add(1, Ordering::Relaxed);
         Ok(())
@@ -378,6 +405,14 @@ impl Shared {
         }
         let seq = w.seq + 1;
         let saved = w.alloc.clone();
+        // The filter is sized once the count is known: keep each key's hash until then.
+        let mut hashes = Vec::new();
+        let keep = self.key_filter_bits > 0;
+        let items = items.into_iter().inspect(|(k, _)| {
+            if keep {
+                hashes.push(filter::hash_key(k.as_ref()));
+            }
+        });
         let loaded = match btree::bulk_load(&self.pool, &mut w.alloc, seq, items) {
             Ok(l) => l,
             Err(e) => {
@@ -390,10 +425,21 @@ impl Shared {
             None => None,
         };
         w.seq = seq;
+        let key_filter = if keep {
+            let f = KeyFilter::new(loaded.entries, self.key_filter_bits);
+            for h in hashes {
+                f.insert_hash(h);
+            }
+            self.charge(&f);
+            Some(Arc::new(f))
+        } else {
+            cur.key_filter.clone()
+        };
         self.publish(
             &mut w,
             Version::new(seq, root, loaded.height, loaded.entries)
-                .with_key_lengths(loaded.key_lengths),
+                .with_key_lengths(loaded.key_lengths)
+                .with_key_filter(key_filter),
         );
         drop(w);
         self.checkpoint()?;
@@ -449,6 +495,10 @@ impl Shared {
             wal_replayed_records: self.stats.replayed.load(Ordering::Relaxed),
             inner_pages_warmed: self.inner_pages_warmed.load(Ordering::Relaxed),
             checkpoints: self.stats.checkpoints.load(Ordering::Relaxed),
+            key_filter_rejects: c.get(Counter::KeyFilterRejects),
+            key_filter_bytes: v.key_filter.as_ref().map_or(0, |f| f.bytes()),
+            key_filter_rebuilds: self.stats.key_filter_rebuilds.load(Ordering::Relaxed),
+            key_filter_write_failures: self.stats.key_filter_write_failures.load(Ordering::Relaxed),
         }
     }
 
@@ -483,6 +533,9 @@ impl Shared {
         self.reclaim(&mut w);
         drop(w);
         self.stats.checkpoints.fetch_add(1, Ordering::Relaxed);
+        if let Some(f) = &cap.key_filter {
+            self.write_key_filter(f, cap.seq);
+        }
         if self.logging() {
             // Off the commit path: the next switch then finds its file ready. A failure
             // here costs only that: the switch resets the file itself, and reports it.
@@ -530,6 +583,7 @@ impl Shared {
             generation: w.generation + 1,
             slot: w.next_slot,
             key_lengths: version.key_lengths,
+            key_filter: version.key_filter.clone(),
         }))
     }
 

@@ -157,13 +157,41 @@ pub struct Session {
     tallies: Vec<(Measured, Tally)>,
 }
 
-fn options(o: &RunOptions, data_bytes: u64) -> OpenOptions {
+fn options(o: &RunOptions, store: &Store) -> OpenOptions {
     OpenOptions {
         cache: CacheBudget(o.scale.budget_bytes),
         durability: o.durability,
-        expected_data_bytes: data_bytes,
+        expected_data_bytes: store.data_bytes,
         pg_url: o.pg_url.clone(),
         direct_reads: o.budget_mode == BudgetMode::Cgroup,
+        absent_key_lookups: store.absent_key_lookups,
+    }
+}
+
+/// What an engine is told about the store it opens.
+#[derive(Debug, Clone, Copy)]
+pub struct Store {
+    /// Bytes of keys and values it will hold.
+    pub data_bytes: u64,
+    /// Most of its lookups miss (a chain index's longest-prefix lookups).
+    pub absent_key_lookups: bool,
+}
+
+impl Store {
+    /// A store of `data_bytes` whose lookups mostly find their keys.
+    pub fn of(data_bytes: u64) -> Self {
+        Store {
+            data_bytes,
+            absent_key_lookups: false,
+        }
+    }
+
+    /// The store of `data`: chain indexes serve longest-prefix lookups that mostly miss.
+    pub fn for_data(data: &Data, data_bytes: u64) -> Self {
+        Store {
+            data_bytes,
+            absent_key_lookups: matches!(data, Data::KvChain(_)),
+        }
     }
 }
 
@@ -172,7 +200,7 @@ pub fn open_engine(
     o: &RunOptions,
     kind: EngineKind,
     dir: &std::path::Path,
-    data_bytes: u64,
+    store: Store,
     full_frame: bool,
 ) -> Result<Box<dyn KvEngine>, aimeta_adapters::Error> {
     if kind == EngineKind::Aimeta {
@@ -183,11 +211,11 @@ pub fn open_engine(
         };
         return Ok(Box::new(AimetaEngine::open_with(
             dir,
-            &options(o, data_bytes),
+            &options(o, &store),
             mode,
         )?));
     }
-    open(kind, dir, &options(o, data_bytes))
+    open(kind, dir, &options(o, &store))
 }
 
 /// The variants of `w` an engine runs (None: the workload has one form).
@@ -308,7 +336,13 @@ impl Session {
                 source: Box::new(source),
             }
         };
-        let engine = match open_engine(o, kind, &dir, ds.data_bytes, full_frame) {
+        let engine = match open_engine(
+            o,
+            kind,
+            &dir,
+            Store::for_data(&p.data, ds.data_bytes),
+            full_frame,
+        ) {
             Ok(e) => e,
             Err(e @ aimeta_adapters::Error::PostgresUnavailable { .. }) => {
                 return Ok(Err(e.to_string()))
@@ -396,7 +430,7 @@ impl Session {
             o,
             self.kind,
             &self.dir,
-            self.dataset.data_bytes,
+            Store::for_data(&self.data, self.dataset.data_bytes),
             self.full_frame,
         )
         .map_err(|source| RunError::Engine {

@@ -12,7 +12,7 @@ use aimeta_adapters::{EngineKind, KvEngine};
 use aimeta_reports::{Dataset, IoPerOp, Record, Status, TraceStats};
 
 use super::measure::latency;
-use super::session::open_engine;
+use super::session::{open_engine, Store};
 use super::{base_record, BudgetMode, CgroupGuard, Progress, RunError, RunOptions, Variant};
 use super::{Workload, CGROUP_OVERHEAD_BYTES};
 use crate::scale::TraceReplays;
@@ -250,7 +250,7 @@ impl Replay<'_> {
             )?),
             _ => None,
         };
-        let engine = match open_engine(o, self.kind, dir, path_bytes(schedule), false) {
+        let engine = match open_engine(o, self.kind, dir, Store::of(path_bytes(schedule)), false) {
             Ok(e) => e,
             Err(e @ aimeta_adapters::Error::PostgresUnavailable { .. }) => {
                 return Ok(self.not_measured(Status::Skipped, e.to_string()))

@@ -73,6 +73,9 @@ impl WriteTxn<'_> {
         for m in mutations {
             if let Mutation::Put(k, _) = m {
                 self.put_lengths.insert(k.len());
+                if let Some(f) = self.key_filter {
+                    f.insert(k);
+                }
             }
         }
         let change = match self.root {
