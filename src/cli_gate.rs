@@ -22,9 +22,9 @@ pub struct GateArgs {
     /// change, stated in the commit message; see docs/gate.md).
     #[arg(long)]
     update_baseline: bool,
-    /// Rewrite only the baseline's counters from this run, keeping its ratios (after a
-    /// change that reads fewer pages, measured on another machine kind than the ratios;
-    /// see docs/gate.md).
+    /// Lower the baseline's counters to this run's where it reads fewer pages, keeping
+    /// its ratios and every other counter (after a change that reads fewer pages, on
+    /// another machine kind than the ratios were recorded on; see docs/gate.md).
     #[arg(long)]
     update_counters: bool,
     /// Scale of the gate's data sets; the baseline's counters hold only at its own scale.

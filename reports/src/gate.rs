@@ -488,21 +488,21 @@ impl GateBaseline {
         }
     }
 
-    /// This baseline with the counters of `m` (their slacks kept) and its ratios as they
-    /// were: what `--update-counters` writes after a change that reads fewer pages.
+    /// This baseline with the counters `m` lowered (their slacks kept; a counter `m` reads
+    /// higher keeps its bound, so that no counter is loosened this way) and its ratios as
+    /// they were: what `--update-counters` writes after a change that reads fewer pages.
     pub fn with_counters(&self, m: &GateMeasurement, provenance: Provenance) -> GateBaseline {
         let counters = m
             .counters
             .iter()
-            .map(|c| CounterBound {
-                check: c.check.clone(),
-                what: c.what.clone(),
-                value: c.value,
-                slack: self
-                    .counters
-                    .iter()
-                    .find(|b| b.check == c.check)
-                    .map_or(c.slack, |b| b.slack),
+            .map(|c| {
+                let old = self.counters.iter().find(|b| b.check == c.check);
+                CounterBound {
+                    check: c.check.clone(),
+                    what: c.what.clone(),
+                    value: old.map_or(c.value, |b| b.value.min(c.value)),
+                    slack: old.map_or(c.slack, |b| b.slack),
+                }
             })
             .collect();
         GateBaseline {
@@ -621,16 +621,19 @@ mod tests {
         let base = first_baseline(&m, 3);
         let mut later = provenance();
         later.commit = "later".into();
-        let updated = base.with_counters(&measurement(&[9.0], 80.0), later);
+        let updated = base.with_counters(&measurement(&[9.0], 80.0), later.clone());
         assert_eq!(updated.ratios, base.ratios);
         assert_eq!(updated.provenance, base.provenance);
         assert_eq!(updated.counters[0].value, 80.0);
         assert_eq!(updated.counters[0].slack, Some(0.01));
         assert_eq!(
-            updated.counters_provenance.map(|p| p.commit),
+            updated.counters_provenance.clone().map(|p| p.commit),
             Some("later".into())
         );
         assert_eq!(base.counters_provenance, None);
+        // A counter measured higher is not loosened.
+        let higher = updated.with_counters(&measurement(&[1.0], 90.0), later);
+        assert_eq!(higher.counters[0].value, 80.0);
     }
 
     #[test]
