@@ -29,7 +29,7 @@ pub use sweep::{
     manifest_of, plan_sweep, size_name, sweep, SweepOptions, SWEEP_PER_SHARD, SWEEP_SCALE,
     SWEEP_SIZES, SWEEP_THREAD_WORKLOADS, SWEEP_WORKLOADS,
 };
-pub use sys::{drop_from_page_cache, CgroupGuard};
+pub use sys::{drop_from_page_cache, settle_file_system, CgroupGuard};
 pub(crate) use trace_run::{dataset_name, Replay};
 pub use trace_run::{
     featured_trace_method, run_trace, trace_capacities, trace_methods, TRACE_THREADS,
@@ -561,7 +561,8 @@ pub fn counts(o: &RunOptions, w: Workload) -> (u64, u64) {
     }
 }
 
-/// Sets up a timed phase: with `--cold` or in cgroup mode the engine is closed (its own
+/// Sets up a timed phase: the work directory's file system is synced first (no phase runs
+/// beside the write-back of what ran before it); with `--cold` or in cgroup mode the engine is closed (its own
 /// cache freed, its memory maps gone: the kernel keeps a mapped page through
 /// posix_fadvise DONTNEED, which left LMDB's and this engine's files warm from the phase
 /// before), the store's files leave the OS page cache and the engine is reopened; in
@@ -570,6 +571,10 @@ pub fn counts(o: &RunOptions, w: Workload) -> (u64, u64) {
 /// for everything, its own cache and the page cache. PostgreSQL's server runs in its own
 /// processes, outside the cgroup, and is not reopened (docs/fairness.md).
 fn enter_budget(o: &RunOptions, s: &mut Session) -> Result<Option<CgroupGuard>, RunError> {
+    settle_file_system(&o.work_dir).map_err(|source| RunError::WorkDir {
+        path: o.work_dir.clone(),
+        source,
+    })?;
     let cold = o.cold || o.budget_mode == BudgetMode::Cgroup;
     let reopens = cold && s.kind() != EngineKind::Postgres;
     if reopens {

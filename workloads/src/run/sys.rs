@@ -32,6 +32,15 @@ pub fn drop_from_page_cache(dir: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Writes back every dirty page of the file system holding `dir` and waits for it
+/// (`syncfs`): run before each timed phase, so that no engine's phase shares the device
+/// with the write-back of an earlier load, an earlier engine's store or its removal (the
+/// kernel flushes such pages for up to 30 seconds after they were written).
+pub fn settle_file_system(dir: &Path) -> std::io::Result<()> {
+    let f = fs::File::open(dir)?;
+    rustix::fs::syncfs(&f).map_err(std::io::Error::from)
+}
+
 fn walk(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
     let mut out = Vec::new();
     if !dir.exists() {

@@ -14,7 +14,7 @@ use aimeta_reports::{Dataset, IoPerOp, Record, Status, TraceStats};
 use super::measure::latency;
 use super::session::{open_engine, Store};
 use super::{base_record, BudgetMode, CgroupGuard, Progress, RunError, RunOptions, Variant};
-use super::{Workload, CGROUP_OVERHEAD_BYTES};
+use super::{settle_file_system, Workload, CGROUP_OVERHEAD_BYTES};
 use crate::scale::TraceReplays;
 use crate::trace::{
     committed_trace_path, longest_key, path_root, prepare, read_trace, replay_with, ReplayError,
@@ -244,6 +244,12 @@ impl Replay<'_> {
         // The replay's inputs (arrivals, chained keys) are the harness's, built outside
         // the cgroup; in cgroup mode the engine's own cache is allocated inside it.
         let inputs = ReplayInputs::new(schedule, self.method, self.threads);
+        // As before every timed phase: nothing written before the replay is still being
+        // written back during it.
+        settle_file_system(&o.work_dir).map_err(|source| RunError::WorkDir {
+            path: o.work_dir.clone(),
+            source,
+        })?;
         let _guard = match o.budget_mode {
             BudgetMode::Cgroup if self.kind != EngineKind::Postgres => Some(CgroupGuard::enter(
                 o.scale.budget_bytes + CGROUP_OVERHEAD_BYTES,
