@@ -16,7 +16,8 @@
 //! 100 entries from a random stored key.
 //! The pool budget is 16 MiB with asynchronous log durability, as in the harness; misses
 //! read as `READ_PROFILE_READS` says (mapped, the default, direct, buffered or shared),
-//! and `READ_PROFILE_FILTER` gives the stored-key filter's bits a key (default 0, none).
+//! `READ_PROFILE_FILTER` gives the stored-key filter's bits a key (default 0, none), and
+//! `READ_PROFILE_CHECKPOINT_MIB` the log size that starts a checkpoint (default 64).
 //! Everything is deterministic (fixed seeds). The timed loop runs under `timed`, so that
 //! `valgrind --tool=callgrind --toggle-collect='*timed*'` counts only it.
 
@@ -97,13 +98,24 @@ fn filter_bits() -> u32 {
         .unwrap_or(0)
 }
 
+/// The log size that starts a checkpoint: `READ_PROFILE_CHECKPOINT_MIB` (default 64, the
+/// engine's default).
+fn checkpoint_log_bytes() -> u64 {
+    std::env::var("READ_PROFILE_CHECKPOINT_MIB")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+        .unwrap_or(64)
+        << 20
+}
+
 fn open(dir: &Path) -> Tree {
     Tree::open(
         TreeConfig::new(dir)
             .cache_bytes(CACHE_BYTES)
             .durability(Durability::Wal { sync: false })
             .data_reads(data_reads())
-            .key_filter_bits(filter_bits()),
+            .key_filter_bits(filter_bits())
+            .checkpoint_log_bytes(checkpoint_log_bytes()),
     )
     .expect("open")
 }
@@ -373,13 +385,16 @@ fn main() {
             let m = tree.metrics().since(&before);
             let per = |x: u64| x as f64 / keys.len().max(1) as f64;
             println!(
-                "{op} on {}: {:.0} ns/op, {:.0} cpu ns/op, {:.3} page hits/op, {:.3} pages read/op, {:.3} evictions/op, {:.3} minor / {:.3} major faults/op, resident {}/{} (check {})",
+                "{op} on {}: {:.0} ns/op, {:.0} cpu ns/op, {:.3} page hits/op, {:.3} pages read/op, {:.3} evictions/op, {:.3} dirty write-backs/op, {:.0} bytes written/op, {} checkpoints, {:.3} minor / {:.3} major faults/op, resident {}/{} (check {})",
                 args[2],
                 el.as_nanos() as f64 / keys.len().max(1) as f64,
                 per(cpu),
                 per(m.bm_read_page_hits),
                 per(m.bm_pages_read),
                 per(m.bm_evictions),
+                per(m.bm_dirty_writebacks),
+                per(m.bm_bytes_written),
+                m.checkpoints,
                 per(faults_after.0 - faults_before.0),
                 per(faults_after.1 - faults_before.1),
                 m.resident_pages,

@@ -97,6 +97,10 @@ pub struct BufferPool {
     /// Pages the data file holds, as of opening and every write since (a lower bound
     /// between a growth and its first write, which only delays read-around).
     file_pages: AtomicU64,
+    /// Bytes the data file is known to hold because `ensure_len` saw or made them (0 until
+    /// its first call): a commit whose pages end below this asks the file system nothing
+    /// (one `statx` a commit measured otherwise). The pool never shrinks the file.
+    ensured_bytes: AtomicU64,
     /// Cleared for good once the pool first evicts or the file outgrows it: from then on a
     /// miss reads only its page.
     filling: AtomicBool,
@@ -155,6 +159,7 @@ impl BufferPool {
             scratch: Mutex::new(Vec::new()),
             fill_pages: cfg.fill_readaround_pages,
             file_pages: AtomicU64::new(file_pages),
+            ensured_bytes: AtomicU64::new(0),
             filling: AtomicBool::new(cfg.fill_readaround_pages > 1),
         }
     }
@@ -919,9 +924,15 @@ impl BufferPool {
     /// Grows the file to hold `page_count` pages.
     pub fn ensure_len(&self, page_count: u64) -> Result<()> {
         let want = self.geo.offset(page_count);
-        if self.storage.len()? < want {
+        if want <= self.ensured_bytes.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let len = self.storage.len()?;
+        if len < want {
             self.storage.set_len(want)?;
         }
+        self.ensured_bytes
+            .fetch_max(len.max(want), Ordering::AcqRel);
         Ok(())
     }
 }
