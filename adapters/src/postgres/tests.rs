@@ -125,11 +125,11 @@ fn throwaway_cluster_is_removed_after_ctrl_c() -> std::result::Result<(), Box<dy
         "{} is not a live cluster",
         root.display()
     );
-    let group = format!("-{}", child.id());
-    assert!(Command::new("kill")
-        .args(["-INT", "--", &group])
-        .status()?
-        .success());
+    // Ctrl-C reaches the whole foreground process group: signal it through the kill(2)
+    // call itself, not the `kill` command, which a minimal Debian does not have.
+    let group = rustix::process::Pid::from_raw(i32::try_from(child.id())?)
+        .ok_or("the child has no process id")?;
+    rustix::process::kill_process_group(group, rustix::process::Signal::INT)?;
     let status = child.wait()?;
     assert!(!status.success(), "the child should die of SIGINT");
     // The watchdog runs asynchronously; give it up to 30 s to stop the server and clean up.

@@ -198,9 +198,14 @@ pub fn machine() -> (String, u32, u64) {
     (cpu, cores, mem)
 }
 
-/// Kernel and OS.
+/// Kernel and OS, from uname(2) and /etc/os-release (no `uname` command needed).
 pub fn os() -> String {
-    let kernel = first_line("uname", &["-sr"]);
+    let u = rustix::system::uname();
+    let kernel = format!(
+        "{} {}",
+        u.sysname().to_string_lossy(),
+        u.release().to_string_lossy()
+    );
     let distro = fs::read_to_string("/etc/os-release")
         .ok()
         .and_then(|s| {
@@ -213,9 +218,67 @@ pub fn os() -> String {
     format!("{kernel} {distro}").trim().to_string()
 }
 
-/// The file system type holding `dir`.
+/// The file system type holding `dir`, as the kernel names it in /proc/self/mountinfo
+/// ("ext4", "xfs", "tmpfs"), or "unknown". `stat -f` read the superblock magic instead,
+/// which ext2, ext3 and ext4 share, and reported ext4 as "ext2/ext3".
 pub fn filesystem(dir: &Path) -> String {
-    first_line("stat", &["-f", "-c", "%T", &dir.to_string_lossy()])
+    let (Ok(dir), Ok(info)) = (
+        fs::canonicalize(dir),
+        fs::read_to_string("/proc/self/mountinfo"),
+    ) else {
+        return "unknown".into();
+    };
+    mount_type(&info, &dir).unwrap_or_else(|| "unknown".into())
+}
+
+/// The type of the mount holding `path` in a mountinfo table: the deepest mount point
+/// that contains it, the later of two equal ones (a mount stacked on another hides it).
+fn mount_type(mountinfo: &str, path: &Path) -> Option<String> {
+    let mut best: Option<(usize, String)> = None;
+    for line in mountinfo.lines() {
+        // "36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 - ext3 /dev/root rw,errors=continue":
+        // the mount point is the fifth field, the type the first after " - ".
+        let (Some(point), Some(kind)) = (
+            line.split(' ').nth(4),
+            line.split_once(" - ")
+                .and_then(|(_, rest)| rest.split(' ').next()),
+        ) else {
+            continue;
+        };
+        let point = PathBuf::from(unescape_mount_field(point));
+        if !path.starts_with(&point) {
+            continue;
+        }
+        let depth = point.components().count();
+        if best.as_ref().is_none_or(|(d, _)| depth >= *d) {
+            best = Some((depth, kind.to_string()));
+        }
+    }
+    best.map(|(_, kind)| kind)
+}
+
+/// Undoes mountinfo's octal escapes ("\040" for a space, "\011", "\012", "\134").
+fn unescape_mount_field(field: &str) -> String {
+    let bytes = field.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let octal = bytes
+            .get(i + 1..i + 4)
+            .filter(|d| d.iter().all(|b| (b'0'..=b'7').contains(b)))
+            .map(|d| d.iter().fold(0u32, |n, b| n * 8 + u32::from(b - b'0')));
+        match (bytes[i], octal) {
+            (b'\\', Some(v)) if v <= 0xff => {
+                out.push(v as u8);
+                i += 4;
+            }
+            (b, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// The git commit of the current directory's checkout, with `-dirty` when it has changes.
@@ -238,7 +301,75 @@ pub fn rustc() -> String {
     first_line("rustc", &["--version"])
 }
 
-/// The current UTC time, RFC 3339.
+/// The current UTC time, RFC 3339, from the system clock (no `date` command needed).
 pub fn now_utc() -> String {
-    first_line("date", &["-u", "+%Y-%m-%dT%H:%M:%SZ"])
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    rfc3339(secs)
+}
+
+/// `secs` after the Unix epoch as "YYYY-MM-DDTHH:MM:SSZ".
+fn rfc3339(secs: u64) -> String {
+    let (days, rest) = (secs / 86_400, secs % 86_400);
+    let (y, m, d) = civil_from_days(days as i64);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rest / 3600,
+        rest / 60 % 60,
+        rest % 60
+    )
+}
+
+/// The proleptic Gregorian date `days` after 1970-01-01 (H. Hinnant's civil_from_days:
+/// eras of 400 years, years counted from March so that the leap day comes last).
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates_come_out_in_rfc_3339() {
+        assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
+        // 2000-02-29 (a leap day of a century year divisible by 400), 12:34:56.
+        assert_eq!(rfc3339(951_827_696), "2000-02-29T12:34:56Z");
+        assert_eq!(rfc3339(1_796_256_000), "2026-12-03T00:00:00Z");
+        assert_eq!(civil_from_days(-1), (1969, 12, 31));
+    }
+
+    #[test]
+    fn the_deepest_latest_mount_names_the_file_system() {
+        let info = "\
+22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw
+30 22 0:26 / /var/tmp rw shared:9 - tmpfs tmpfs rw
+31 30 8:2 / /var/tmp/my\\040disk rw shared:10 - xfs /dev/sdb rw
+32 22 0:27 / /var/tmp rw shared:11 - btrfs /dev/sdc rw
+";
+        let at = |p: &str| mount_type(info, Path::new(p));
+        assert_eq!(at("/home/x").as_deref(), Some("ext4"));
+        assert_eq!(at("/var/tmpfoo").as_deref(), Some("ext4"));
+        assert_eq!(at("/var/tmp/work").as_deref(), Some("btrfs"));
+        assert_eq!(at("/var/tmp/my disk/a").as_deref(), Some("xfs"));
+        assert_eq!(mount_type("garbage", Path::new("/")), None);
+    }
+
+    #[test]
+    fn this_machine_reports_its_file_system_and_kernel() {
+        let fs = filesystem(Path::new("/"));
+        assert_ne!(fs, "unknown");
+        assert!(!fs.contains('/'), "{fs}");
+        assert!(os().starts_with("Linux "), "{}", os());
+    }
 }
