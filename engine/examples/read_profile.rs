@@ -16,8 +16,7 @@
 //! 100 entries from a random stored key.
 //! The pool budget is 16 MiB with asynchronous log durability, as in the harness; misses
 //! read as `READ_PROFILE_READS` says (mapped, the default, direct, buffered or shared),
-//! `READ_PROFILE_FILTER` gives the stored-key filter's bits a key (default 0, none), and
-//! `READ_PROFILE_CHECKPOINT_MIB` the log size that starts a checkpoint (default 64).
+//! and `READ_PROFILE_FILTER` gives the stored-key filter's bits a key (default 0, none).
 //! Everything is deterministic (fixed seeds). The timed loop runs under `timed`, so that
 //! `valgrind --tool=callgrind --toggle-collect='*timed*'` counts only it.
 
@@ -98,24 +97,13 @@ fn filter_bits() -> u32 {
         .unwrap_or(0)
 }
 
-/// The log size that starts a checkpoint: `READ_PROFILE_CHECKPOINT_MIB` (default 64, the
-/// engine's default).
-fn checkpoint_log_bytes() -> u64 {
-    std::env::var("READ_PROFILE_CHECKPOINT_MIB")
-        .ok()
-        .and_then(|v| v.parse::<u64>().ok())
-        .unwrap_or(64)
-        << 20
-}
-
 fn open(dir: &Path) -> Tree {
     Tree::open(
         TreeConfig::new(dir)
             .cache_bytes(CACHE_BYTES)
             .durability(Durability::Wal { sync: false })
             .data_reads(data_reads())
-            .key_filter_bits(filter_bits())
-            .checkpoint_log_bytes(checkpoint_log_bytes()),
+            .key_filter_bits(filter_bits()),
     )
     .expect("open")
 }

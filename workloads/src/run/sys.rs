@@ -239,21 +239,19 @@ fn statfs_type(dir: &Path) -> Option<String> {
     let st = rustix::fs::statfs(dir).ok()?;
     #[allow(clippy::unnecessary_cast)] // the field's type differs between backends
     let magic = (st.f_type as u64) & 0xffff_ffff;
-    Some(
-        match magic {
-            0xef53 => "ext2/ext3/ext4",
-            0x5846_5342 => "xfs",
-            0x9123_683e => "btrfs",
-            0x0102_1994 => "tmpfs",
-            0x794c_7630 => "overlay",
-            0xf2f5_2010 => "f2fs",
-            0x2fc1_2fc1 => "zfs",
-            0x6969 => "nfs",
-            0x6573_5546 => "fuse",
-            other => return Some(format!("statfs magic {other:#x}")),
-        }
-        .to_string(),
-    )
+    let name = match magic {
+        0xef53 => "ext2/ext3/ext4",
+        0x5846_5342 => "xfs",
+        0x9123_683e => "btrfs",
+        0x0102_1994 => "tmpfs",
+        0x794c_7630 => "overlay",
+        0xf2f5_2010 => "f2fs",
+        0x2fc1_2fc1 => "zfs",
+        0x6969 => "nfs",
+        0x6573_5546 => "fuse",
+        other => return Some(format!("statfs magic {other:#x}")),
+    };
+    Some(name.to_string())
 }
 
 /// The type of the mount holding `path` in a mountinfo table: the deepest mount point
