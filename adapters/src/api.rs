@@ -45,6 +45,17 @@ impl Durability {
     pub const ALL: [Durability; 3] = [Durability::None, Durability::Async, Durability::Sync];
 }
 
+/// How a replicated engine (etcd) serves reads.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum ReadConsistency {
+    /// Every read sees every write acknowledged before it began (etcd: a quorum read
+    /// through the leader).
+    #[default]
+    Linearizable,
+    /// Reads are served by the member asked, from its own state, which may lag the leader.
+    Serializable,
+}
+
 /// Options common to every engine's `open`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OpenOptions {
@@ -73,6 +84,11 @@ pub struct OpenOptions {
     /// engine: `TreeConfig::key_filter_bits(10)`); RocksDB keeps its Bloom filters on
     /// every store anyway; LMDB, redb, SQLite and PostgreSQL have no such filter.
     pub absent_key_lookups: bool,
+    /// etcd client URLs (`http://127.0.0.1:2379`, ...) of a running cluster; `None` (or
+    /// no non-blank URL) starts a throwaway cluster in the engine's directory.
+    pub etcd_endpoints: Option<Vec<String>>,
+    /// How etcd serves reads (the other engines have one way).
+    pub read_consistency: ReadConsistency,
 }
 
 impl Default for OpenOptions {
@@ -84,6 +100,8 @@ impl Default for OpenOptions {
             pg_url: None,
             direct_reads: false,
             absent_key_lookups: false,
+            etcd_endpoints: None,
+            read_consistency: ReadConsistency::Linearizable,
         }
     }
 }

@@ -136,9 +136,71 @@ pub enum Error {
         #[source]
         source: Option<BoxError>,
     },
+
+    /// No `etcd` binary was found for the throwaway cluster.
+    #[error(
+        "etcd not found ({searched}); install it (Debian: apt-get install etcd-server) or \
+         point --etcd-endpoints (OpenOptions::etcd_endpoints) at a running cluster"
+    )]
+    EtcdUnavailable {
+        /// Where we looked.
+        searched: String,
+    },
+
+    /// The throwaway etcd cluster could not be started or did not become healthy.
+    #[error("etcd throwaway cluster: {step} failed: {detail}")]
+    EtcdCluster {
+        /// Which step (pick ports, start, health, ...).
+        step: &'static str,
+        /// What went wrong and what to do, with the tail of the member's log where useful.
+        detail: String,
+        /// The underlying error, if any.
+        #[source]
+        source: Option<BoxError>,
+    },
+
+    /// A member of the throwaway etcd cluster exited while the engine was in use.
+    #[error(
+        "etcd member {member} exited during the run ({status}); the cluster is no longer the \
+         one measured; its log ends: {log_tail}"
+    )]
+    EtcdMemberDied {
+        /// The member's name, client URL and process id.
+        member: String,
+        /// How it exited.
+        status: String,
+        /// The last lines of its log.
+        log_tail: String,
+    },
+
+    /// The store would need more than etcd's largest backend quota.
+    #[error(
+        "etcd: the store needs a backend of about {need_bytes} bytes, over etcd's documented \
+         maximum --quota-backend-bytes of {max_bytes} bytes (8 GiB); run it at a smaller scale"
+    )]
+    EtcdQuota {
+        /// The backend size this data set needs.
+        need_bytes: u64,
+        /// etcd's maximum quota.
+        max_bytes: u64,
+    },
 }
 
 impl Error {
+    /// The engine cannot run on this machine (no server binaries), so a caller skips it
+    /// with this error's message instead of failing.
+    pub fn is_unavailable(&self) -> bool {
+        matches!(
+            self,
+            Error::PostgresUnavailable { .. } | Error::EtcdUnavailable { .. }
+        )
+    }
+
+    /// The engine cannot hold a data set this large: the measurement is N/A, not failed.
+    pub fn is_too_large(&self) -> bool {
+        matches!(self, Error::EtcdQuota { .. })
+    }
+
     /// Wraps an engine error with the engine's name and the operation.
     pub fn backend(
         engine: &'static str,

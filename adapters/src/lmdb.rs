@@ -371,6 +371,7 @@ mod tests {
             pg_url: None,
             direct_reads: false,
             absent_key_lookups: false,
+            ..OpenOptions::default()
         };
         let e = LmdbEngine::open(dir.path(), &opts)?;
         let initial = e.env.info().map_size;

@@ -24,11 +24,15 @@ pub enum EngineKind {
     Redb,
     /// PostgreSQL over a unix socket (a throwaway local cluster unless a URL is given), `"postgres"`.
     Postgres,
+    /// etcd, a throwaway cluster of three members on loopback (or `--etcd-endpoints`), `"etcd"`.
+    Etcd,
+    /// etcd, a throwaway cluster of one member, `"etcd-1"`.
+    Etcd1,
 }
 
 impl EngineKind {
     /// Every engine kind, compiled in or not.
-    pub const ALL: [EngineKind; 7] = [
+    pub const ALL: [EngineKind; 9] = [
         EngineKind::Aimeta,
         EngineKind::RocksDb,
         EngineKind::Sqlite,
@@ -36,6 +40,8 @@ impl EngineKind {
         EngineKind::Lmdb,
         EngineKind::Redb,
         EngineKind::Postgres,
+        EngineKind::Etcd,
+        EngineKind::Etcd1,
     ];
 
     /// The engine's name, as accepted by `FromStr`.
@@ -48,6 +54,8 @@ impl EngineKind {
             EngineKind::Lmdb => "lmdb",
             EngineKind::Redb => "redb",
             EngineKind::Postgres => "postgres",
+            EngineKind::Etcd => "etcd",
+            EngineKind::Etcd1 => "etcd-1",
         }
     }
 
@@ -60,6 +68,7 @@ impl EngineKind {
             EngineKind::Lmdb => "lmdb",
             EngineKind::Redb => "redb",
             EngineKind::Postgres => "postgres",
+            EngineKind::Etcd | EngineKind::Etcd1 => "etcd",
         }
     }
 
@@ -72,7 +81,18 @@ impl EngineKind {
             EngineKind::Lmdb => cfg!(feature = "lmdb"),
             EngineKind::Redb => cfg!(feature = "redb"),
             EngineKind::Postgres => cfg!(feature = "postgres"),
+            EngineKind::Etcd | EngineKind::Etcd1 => cfg!(feature = "etcd"),
         }
+    }
+
+    /// The engine runs as a server outside this process (PostgreSQL, etcd): closing and
+    /// reopening it would lose its store, and a memory cgroup around this process does not
+    /// bound it.
+    pub const fn is_server(self) -> bool {
+        matches!(
+            self,
+            EngineKind::Postgres | EngineKind::Etcd | EngineKind::Etcd1
+        )
     }
 
     /// The engine kinds this build can open.
@@ -107,7 +127,7 @@ impl FromStr for EngineKind {
 /// engine's own: `size_on_disk` counts every file in it.
 ///
 /// PostgreSQL keeps its data in its own server (see the postgres module): `dir` is not used
-/// by it. Fails with [`Error::FeatureDisabled`] for an engine this build left out.
+/// by it. etcd's throwaway cluster keeps its members' data and logs in `dir/etcd-cluster`. Fails with [`Error::FeatureDisabled`] for an engine this build left out.
 pub fn open(kind: EngineKind, dir: &Path, opts: &OpenOptions) -> Result<Box<dyn KvEngine>> {
     let _ = (dir, opts); // unused when every engine feature is off
     match kind {
@@ -129,6 +149,18 @@ pub fn open(kind: EngineKind, dir: &Path, opts: &OpenOptions) -> Result<Box<dyn 
         EngineKind::Redb => Ok(Box::new(crate::redb::RedbEngine::open(dir, opts)?)),
         #[cfg(feature = "postgres")]
         EngineKind::Postgres => Ok(Box::new(crate::postgres::PgEngine::open(opts)?)),
+        #[cfg(feature = "etcd")]
+        EngineKind::Etcd => Ok(Box::new(crate::etcd::EtcdEngine::open(
+            crate::etcd::Members::Three,
+            dir,
+            opts,
+        )?)),
+        #[cfg(feature = "etcd")]
+        EngineKind::Etcd1 => Ok(Box::new(crate::etcd::EtcdEngine::open(
+            crate::etcd::Members::One,
+            dir,
+            opts,
+        )?)),
         #[allow(unreachable_patterns)]
         other => Err(Error::FeatureDisabled {
             engine: other.name(),
@@ -156,7 +188,7 @@ mod tests {
         };
         assert!(msg.contains("\"leveldb\""), "{msg}");
         assert!(
-            msg.contains("rocksdb, sqlite, sqlite-tuned, lmdb, redb, postgres"),
+            msg.contains("rocksdb, sqlite, sqlite-tuned, lmdb, redb, postgres, etcd, etcd-1"),
             "{msg}"
         );
     }

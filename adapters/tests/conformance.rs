@@ -10,7 +10,8 @@
         feature = "sqlite",
         feature = "lmdb",
         feature = "redb",
-        feature = "postgres"
+        feature = "postgres",
+        feature = "etcd"
     )),
     allow(dead_code, unused_imports)
 )]
@@ -44,6 +45,8 @@ engine_cases! {
     #[cfg(feature = "lmdb")] lmdb_conforms => EngineKind::Lmdb;
     #[cfg(feature = "redb")] redb_conforms => EngineKind::Redb;
     #[cfg(feature = "postgres")] postgres_conforms => EngineKind::Postgres;
+    #[cfg(feature = "etcd")] etcd_conforms => EngineKind::Etcd;
+    #[cfg(feature = "etcd")] etcd_1_conforms => EngineKind::Etcd1;
 }
 
 fn options(durability: Durability) -> OpenOptions {
@@ -55,10 +58,14 @@ fn options(durability: Durability) -> OpenOptions {
         pg_url: None,
         direct_reads: false,
         absent_key_lookups: false,
+        // A throwaway etcd cluster in the engine's directory.
+        etcd_endpoints: None,
+        read_consistency: Default::default(),
     }
 }
 
-/// Opens `kind`, or returns `None` after printing why PostgreSQL is skipped on this machine.
+/// Opens `kind`, or returns `None` after printing why PostgreSQL or etcd is skipped on this
+/// machine (no server binaries).
 fn open_or_skip(
     kind: EngineKind,
     dir: &std::path::Path,
@@ -66,9 +73,9 @@ fn open_or_skip(
 ) -> Result<Option<Box<dyn KvEngine>>, Error> {
     match open(kind, dir, &options(durability)) {
         Ok(e) => Ok(Some(e)),
-        Err(e @ Error::PostgresUnavailable { .. }) => {
+        Err(e) if e.is_unavailable() => {
             // Straight to stderr, past the test harness's capture, so the skip is visible.
-            let _ = writeln!(std::io::stderr(), "PostgreSQL skipped: {e}");
+            let _ = writeln!(std::io::stderr(), "{} skipped: {e}", kind.name());
             Ok(None)
         }
         Err(e) => Err(e),
@@ -165,7 +172,12 @@ fn conformance(e: &dyn KvEngine) -> TestResult {
         caps.io_counters,
         "{name}: io_counters vs capabilities"
     );
-    assert!(caps.durability.contains(&Durability::Async), "{name}");
+    // Every engine has the asynchronous log, except etcd, which fsyncs every commit.
+    assert!(
+        caps.durability.contains(&Durability::Async) || caps.durability == [Durability::Sync],
+        "{name}: {:?}",
+        caps.durability
+    );
     Ok(())
 }
 

@@ -1,0 +1,190 @@
+//! The ordered reads of the etcd adapter: point gets, ranges in pages, the descending seek
+//! the predecessor-seek emulation needs, and the `keys_only` view the listing emulation
+//! walks.
+
+use super::{EtcdEngine, PAGE_MAX, PAGE_MIN};
+use crate::emul::{self, OrderedRead};
+use crate::error::Result;
+use etcd_client::{GetOptions, SortOrder, SortTarget};
+
+impl OrderedRead for EtcdEngine {
+    fn engine_name(&self) -> &'static str {
+        self.name
+    }
+
+    fn point_get(&self, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
+        out.clear();
+        if key.is_empty() {
+            return Ok(false);
+        }
+        let opts = self
+            .serializable
+            .then(|| GetOptions::new().with_serializable());
+        let mut kv = self.kv.clone();
+        let resp = self.call("get", kv.get(self.full(key), opts))?;
+        match resp.kvs().first() {
+            Some(p) => {
+                out.extend_from_slice(p.value());
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    /// Descending ranges with limit 1 whose lower bound drops 1, 2, 4, ... bytes of `key`,
+    /// then the smallest key: etcd 3.4 sorts a whole range before it applies the limit.
+    fn seek_le(&self, key: &[u8], key_out: &mut Vec<u8>, val_out: &mut Vec<u8>) -> Result<bool> {
+        key_out.clear();
+        val_out.clear();
+        let mut strip = 1usize;
+        loop {
+            let lo: &[u8] = key
+                .get(..key.len().saturating_sub(strip))
+                .unwrap_or_default();
+            if let Some((k, v)) = self.last_in(lo, key, false)? {
+                key_out.extend_from_slice(&k);
+                val_out.extend_from_slice(&v);
+                return Ok(true);
+            }
+            if lo.is_empty() {
+                return Ok(false);
+            }
+            strip = strip.saturating_mul(2);
+        }
+    }
+
+    /// A count first (an empty store needs no sort), then the whole space sorted descending.
+    fn last_key(&self, key_out: &mut Vec<u8>) -> Result<bool> {
+        key_out.clear();
+        if self.count_from(&[])? == 0 {
+            return Ok(false);
+        }
+        let opts = self
+            .range_opts(self.space_end())
+            .with_sort(SortTarget::Key, SortOrder::Descend)
+            .with_limit(1)
+            .with_keys_only();
+        let mut kv = self.kv.clone();
+        let resp = self.call("last key", kv.get(self.full(&[]), Some(opts)))?;
+        match resp.kvs().first() {
+            Some(p) => {
+                key_out.extend_from_slice(self.strip(p.key()));
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    fn walk(
+        &self,
+        start: &[u8],
+        end: Option<&[u8]>,
+        batch_hint: usize,
+        visit: &mut dyn FnMut(&[u8], &[u8]) -> bool,
+    ) -> Result<()> {
+        self.walk_ranges(start, end, batch_hint, false, visit)
+    }
+}
+
+/// The engine as the listing emulation sees it: its walks are `keys_only` ranges (values
+/// come back empty), since a listing returns keys and common prefixes only.
+pub(super) struct KeysOnly<'e>(pub(super) &'e EtcdEngine);
+
+impl OrderedRead for KeysOnly<'_> {
+    fn engine_name(&self) -> &'static str {
+        self.0.name
+    }
+
+    fn point_get(&self, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
+        self.0.point_get(key, out)
+    }
+
+    fn seek_le(&self, key: &[u8], key_out: &mut Vec<u8>, val_out: &mut Vec<u8>) -> Result<bool> {
+        self.0.seek_le(key, key_out, val_out)
+    }
+
+    fn last_key(&self, key_out: &mut Vec<u8>) -> Result<bool> {
+        self.0.last_key(key_out)
+    }
+
+    fn walk(
+        &self,
+        start: &[u8],
+        end: Option<&[u8]>,
+        batch_hint: usize,
+        visit: &mut dyn FnMut(&[u8], &[u8]) -> bool,
+    ) -> Result<()> {
+        self.0.walk_ranges(start, end, batch_hint, true, visit)
+    }
+}
+
+impl EtcdEngine {
+    /// The greatest stored key in `[lo, key]` with its value, by a range sorted descending.
+    pub(super) fn last_in(
+        &self,
+        lo: &[u8],
+        key: &[u8],
+        keys_only: bool,
+    ) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        let end = emul::key_successor(&self.full(key));
+        let mut opts = self
+            .range_opts(Some(end))
+            .with_sort(SortTarget::Key, SortOrder::Descend)
+            .with_limit(1);
+        if keys_only {
+            opts = opts.with_keys_only();
+        }
+        let mut kv = self.kv.clone();
+        let resp = self.call("seek_le", kv.get(self.full(lo), Some(opts)))?;
+        Ok(resp
+            .kvs()
+            .first()
+            .map(|p| (self.strip(p.key()).to_vec(), p.value().to_vec())))
+    }
+
+    /// Pages of `batch_hint` pairs (16..=4096), each continuing after the last key of the
+    /// one before, while the server says there are more; without values when `keys_only`.
+    pub(super) fn walk_ranges(
+        &self,
+        start: &[u8],
+        end: Option<&[u8]>,
+        batch_hint: usize,
+        keys_only: bool,
+        visit: &mut dyn FnMut(&[u8], &[u8]) -> bool,
+    ) -> Result<()> {
+        if end.is_some_and(|e| e <= start) {
+            return Ok(());
+        }
+        let page = batch_hint.clamp(PAGE_MIN, PAGE_MAX);
+        let end_full = match end {
+            Some(e) => Some(self.full(e)),
+            None => self.space_end(),
+        };
+        let mut from = self.full(start);
+        loop {
+            let mut opts = self.range_opts(end_full.clone()).with_limit(page as i64);
+            if keys_only {
+                opts = opts.with_keys_only();
+            }
+            let mut kv = self.kv.clone();
+            let resp = self.call("scan", kv.get(from.clone(), Some(opts)))?;
+            for p in resp.kvs() {
+                if !visit(self.strip(p.key()), p.value()) {
+                    return Ok(());
+                }
+            }
+            match resp.kvs().last() {
+                Some(p) if resp.more() => from = emul::key_successor(p.key()),
+                _ => return Ok(()),
+            }
+        }
+    }
+
+    /// Keys at or above `start` in this engine's space, counted by the server.
+    pub(super) fn count_from(&self, start: &[u8]) -> Result<u64> {
+        let opts = self.range_opts(self.space_end()).with_count_only();
+        let mut kv = self.kv.clone();
+        let resp = self.call("count", kv.get(self.full(start), Some(opts)))?;
+        Ok(u64::try_from(resp.count()).unwrap_or(0))
+    }
+}

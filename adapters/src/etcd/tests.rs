@@ -1,0 +1,266 @@
+//! Tests of the etcd adapter's throwaway cluster: the install hint, the quota, batches over
+//! the limits, a member that dies, a member that cannot start, and cleanup after drop and
+//! after the process holding the cluster is killed with SIGKILL.
+
+use super::*;
+use std::io::Write as _;
+
+/// The engine on a throwaway cluster in `dir`, or `None` (printed) without etcd here.
+fn open_or_skip(members: Members, dir: &Path) -> Result<Option<EtcdEngine>> {
+    if let Err(e) = cluster::find_etcd() {
+        let _ = writeln!(std::io::stderr(), "etcd skipped: {e}");
+        return Ok(None);
+    }
+    let opts = OpenOptions {
+        expected_data_bytes: 1 << 20,
+        ..OpenOptions::default()
+    };
+    EtcdEngine::open(members, dir, &opts).map(Some)
+}
+
+fn tempdir() -> Result<tempfile::TempDir> {
+    tempfile::tempdir().map_err(|e| Error::io("etcd", "create", "a temp dir", e))
+}
+
+fn test_err(what: &str) -> Error {
+    Error::backend("etcd", "test", what.to_string())
+}
+
+#[test]
+fn the_quota_follows_the_data_and_stops_at_8_gib() -> Result<()> {
+    assert_eq!(quota_for(0)?, MIN_QUOTA_BYTES);
+    assert_eq!(quota_for(1 << 30)?, (3 << 30) + BACKEND_SLACK);
+    match quota_for(3 << 30) {
+        Err(Error::EtcdQuota {
+            need_bytes,
+            max_bytes,
+        }) => {
+            assert_eq!(max_bytes, 8 << 30);
+            assert!(need_bytes > max_bytes);
+        }
+        other => panic!("3 GiB of data gave {other:?}"),
+    }
+    let message = quota_for(3 << 30).err().map(|e| e.to_string());
+    assert!(message.is_some_and(|m| m.contains("8 GiB")));
+    Ok(())
+}
+
+#[test]
+fn a_missing_binary_gives_an_install_hint() {
+    let err = Error::EtcdUnavailable {
+        searched: "looked in PATH and /usr/bin".into(),
+    };
+    assert!(err.is_unavailable());
+    let msg = err.to_string();
+    assert!(msg.contains("apt-get install etcd-server"), "{msg}");
+    assert!(msg.contains("--etcd-endpoints"), "{msg}");
+}
+
+/// A batch over `--max-txn-ops` is split, every write lands, and the cluster's directory
+/// (in the engine's directory) is gone after drop.
+#[test]
+fn a_batch_over_the_limits_lands_whole_and_drop_removes_the_cluster() -> Result<()> {
+    let dir = tempdir()?;
+    let Some(engine) = open_or_skip(Members::One, dir.path())? else {
+        return Ok(());
+    };
+    let root = engine
+        .cluster()
+        .map(|c| c.root().to_path_buf())
+        .ok_or_else(|| test_err("no cluster"))?;
+    assert!(root.starts_with(dir.path()), "{}", root.display());
+    assert!(root.join("member-0").is_dir());
+    let keys: Vec<Vec<u8>> = (0..THROWAWAY_TXN_OPS + 100)
+        .map(|i| format!("b/{i:06}").into_bytes())
+        .collect();
+    let ops: Vec<BatchOp<'_>> = keys
+        .iter()
+        .map(|k| BatchOp::Put { key: k, value: k })
+        .collect();
+    engine.write_batch(&ops)?;
+    assert_eq!(engine.count_range(b"b/", b"b0")?, keys.len() as u64);
+    let mut out = Vec::new();
+    assert!(engine.get(keys[THROWAWAY_TXN_OPS].as_slice(), &mut out)?);
+    assert_eq!(out, keys[THROWAWAY_TXN_OPS]);
+    drop(engine);
+    assert!(!root.exists(), "{} left behind after drop", root.display());
+    Ok(())
+}
+
+/// A member killed under a three-member cluster (which still has a quorum) fails the next
+/// calls with an error naming it.
+#[test]
+fn a_dead_member_is_named() -> Result<()> {
+    let dir = tempdir()?;
+    let Some(engine) = open_or_skip(Members::Three, dir.path())? else {
+        return Ok(());
+    };
+    engine.put(b"k", b"v")?;
+    let pids = engine
+        .cluster()
+        .ok_or_else(|| test_err("no cluster"))?
+        .pids()?;
+    let pid = pids
+        .get(1)
+        .copied()
+        .ok_or_else(|| test_err("no member 1"))?;
+    let target = rustix::process::Pid::from_raw(i32::try_from(pid).unwrap_or(0))
+        .ok_or_else(|| test_err("member 1 has no pid"))?;
+    rustix::process::kill_process(target, rustix::process::Signal::KILL)
+        .map_err(|e| Error::backend("etcd", "kill member 1", e))?;
+    // The monitor polls every 50 ms; give it up to 30 s on a loaded machine.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut out = Vec::new();
+    let err = loop {
+        match engine.get(b"k", &mut out) {
+            Err(e) => break e,
+            Ok(_) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
+            Ok(_) => return Err(test_err("no error after a member was killed")),
+        }
+    };
+    match &err {
+        Error::EtcdMemberDied { member, .. } => {
+            assert!(member.starts_with("m1 ("), "{member}");
+            assert!(member.contains(&format!("pid {pid}")), "{member}");
+        }
+        other => panic!("a killed member gave {other:?}"),
+    }
+    Ok(())
+}
+
+/// A member whose client port is taken exits at once: the start fails naming it, with the
+/// end of its log, and nothing is left behind.
+#[test]
+fn a_member_that_cannot_start_is_named_with_its_log() -> Result<()> {
+    if cluster::find_etcd().is_err() {
+        return Ok(());
+    }
+    let dir = tempdir()?;
+    let taken = std::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0))
+        .map_err(|e| Error::io("etcd", "bind", "127.0.0.1:0", e))?;
+    let port = taken
+        .local_addr()
+        .map_err(|e| Error::io("etcd", "read address", "127.0.0.1", e))?
+        .port();
+    let peer = cluster::pick_ports(1)?;
+    let config = ClusterConfig {
+        members: 1,
+        quota_bytes: MIN_QUOTA_BYTES,
+        max_txn_ops: 128,
+        max_request_bytes: 1 << 20,
+        start_timeout: START_TIMEOUT,
+    };
+    let cluster = EtcdCluster::start_on(dir.path(), config, &[port, peer[0]])?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Error::backend("etcd", "runtime", e))?;
+    let err = match wait_healthy(&rt, &cluster, START_TIMEOUT) {
+        Err(e) => e.to_string(),
+        Ok(()) => return Err(test_err("a member on a taken port became healthy")),
+    };
+    assert!(err.contains("m0 (http://127.0.0.1:"), "{err}");
+    assert!(err.contains("address already in use"), "{err}");
+    let root = cluster.root().to_path_buf();
+    drop(cluster);
+    assert!(!root.exists());
+    Ok(())
+}
+
+const CHILD_ENV: &str = "AIMETA_ETCD_CLUSTER_CHILD";
+
+/// Run only as the child of the test below: opens a three-member cluster under the
+/// directory it is given, reports the cluster's directory and member pids, and blocks on
+/// stdin until it is killed.
+#[test]
+fn child_holds_a_cluster_until_killed() -> Result<()> {
+    let Some(dir) = std::env::var_os(CHILD_ENV) else {
+        return Ok(()); // not the child: nothing to do
+    };
+    let engine = EtcdEngine::open(Members::Three, Path::new(&dir), &OpenOptions::default())?;
+    engine.put(b"k", b"v")?;
+    let cluster = engine.cluster().ok_or_else(|| test_err("no cluster"))?;
+    let pids: Vec<String> = cluster.pids()?.iter().map(u32::to_string).collect();
+    let mut stdout = std::io::stdout();
+    let _ = writeln!(stdout, "ROOT={}", cluster.root().display());
+    let _ = writeln!(stdout, "PIDS={}", pids.join(","));
+    let _ = stdout.flush();
+    let mut line = String::new();
+    let _ = std::io::stdin().read_line(&mut line);
+    Ok(())
+}
+
+/// SIGKILL to the process holding a live cluster: no Drop runs, yet the watchdog must stop
+/// every member and remove the cluster's directory.
+#[test]
+fn no_member_or_data_survives_a_sigkill() -> std::result::Result<(), Box<dyn std::error::Error>> {
+    use std::io::BufRead;
+    use std::process::{Command, Stdio};
+    if std::env::var_os(CHILD_ENV).is_some() {
+        return Ok(()); // the child runs only its own test
+    }
+    if let Err(e) = cluster::find_etcd() {
+        println!("etcd skipped: {e}");
+        return Ok(());
+    }
+    let dir = tempdir()?;
+    let mut child = Command::new(std::env::current_exe()?)
+        .args([
+            "etcd::tests::child_holds_a_cluster_until_killed",
+            "--exact",
+            "--nocapture",
+        ])
+        .env(CHILD_ENV, dir.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()?;
+    let stdout = child.stdout.take().ok_or("no child stdout")?;
+    let mut root = None;
+    let mut pids = Vec::new();
+    for line in std::io::BufReader::new(stdout)
+        .lines()
+        .map_while(|l| l.ok())
+    {
+        if let Some(r) = line.strip_prefix("ROOT=") {
+            root = Some(std::path::PathBuf::from(r));
+        }
+        if let Some(p) = line.strip_prefix("PIDS=") {
+            pids = p.split(',').filter_map(|p| p.parse::<i32>().ok()).collect();
+            break;
+        }
+    }
+    let root = root.ok_or("the child never reported a cluster")?;
+    assert_eq!(pids.len(), 3, "{pids:?}");
+    assert!(root.join("member-2").is_dir(), "{}", root.display());
+    let target = rustix::process::Pid::from_raw(i32::try_from(child.id())?).ok_or("no pid")?;
+    rustix::process::kill_process(target, rustix::process::Signal::KILL)?;
+    let status = child.wait()?;
+    assert!(!status.success(), "the child should die of SIGKILL");
+    // A member is gone once /proc no longer shows it running (the reaper may take a moment
+    // to collect it, so a zombie counts as gone).
+    let running = |pid: &i32| {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .and_then(|s| {
+                s.rsplit(") ")
+                    .next()
+                    .map(|rest| !rest.starts_with(['Z', 'X']))
+            })
+            .unwrap_or(false)
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while (root.exists() || pids.iter().any(running)) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        !root.exists(),
+        "{} left behind after SIGKILL",
+        root.display()
+    );
+    let left: Vec<&i32> = pids.iter().filter(|p| running(p)).collect();
+    assert!(
+        left.is_empty(),
+        "etcd members {left:?} still run after SIGKILL"
+    );
+    Ok(())
+}
