@@ -51,6 +51,8 @@ fn options() -> Result<RunOptions, String> {
             .map_or_else(|| PathBuf::from("/var/tmp/ai-meta-work"), PathBuf::from),
         seed: 42,
         pg_url: None,
+        etcd_endpoints: None,
+        read_consistency: Default::default(),
         full_frame: true,
         trace: None,
         rate: None,
@@ -115,11 +117,11 @@ fn bench(c: &mut Criterion) {
             }
             let mut s = match Session::load(&o, kind, &planned, false, &NoProgress) {
                 Ok(Ok(s)) => s,
-                Ok(Err(why)) => {
-                    eprintln!("{engine} skipped: {why}");
+                Ok(Err(not)) => {
+                    eprintln!("{engine} not measured: {not}");
                     results.records.push(Record {
-                        status: Status::Skipped,
-                        note: Some(why),
+                        status: not.status,
+                        note: Some(not.why),
                         ..base_record(Workload::BulkLoad, &ds, kind, None)
                     });
                     continue;
@@ -130,14 +132,25 @@ fn bench(c: &mut Criterion) {
                 }
             };
             results.records.push(s.load_record());
-            let native = match s.engine() {
-                Ok(e) => e.capabilities().native_longest_prefix,
+            let caps = match s.engine() {
+                Ok(e) => e.capabilities(),
                 Err(e) => {
                     eprintln!("ai_meta bench: {e}");
                     std::process::exit(1);
                 }
             };
+            let native = caps.native_longest_prefix;
             for (w, v) in plan {
+                if w == Workload::ManifestCas {
+                    if let Some(why) = run::durability_not_offered(kind, &caps, o.durability) {
+                        results.records.push(Record {
+                            status: Status::Unsupported,
+                            note: Some(why),
+                            ..base_record(w, &ds, kind, v)
+                        });
+                        continue;
+                    }
+                }
                 if v == Some(Variant::Native) && !native {
                     results.records.push(Record {
                         status: Status::Unsupported,

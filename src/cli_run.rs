@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Mutex;
 
-use aimeta_adapters::{Durability, EngineKind};
+use aimeta_adapters::{Durability, EngineKind, ReadConsistency};
 use aimeta_workloads::run::{self, BudgetMode, Progress, RunError, RunOptions, Workload};
 use aimeta_workloads::scale::{Scale, CI, LARGE, SCALES};
 use clap::Args;
@@ -49,6 +49,14 @@ pub struct RunArgs {
     /// PostgreSQL server URL (default: AI_META_PG_URL, else a throwaway local cluster).
     #[arg(long)]
     pg_url: Option<String>,
+    /// etcd client URLs of a running cluster, comma-separated (default: a throwaway
+    /// cluster of three members for etcd, of one for etcd-1, in the work directory).
+    #[arg(long, value_delimiter = ',')]
+    etcd_endpoints: Vec<String>,
+    /// How etcd serves reads: linearizable (a quorum read through the leader) or
+    /// serializable (the member asked answers from its own state).
+    #[arg(long, default_value = "linearizable")]
+    etcd_reads: String,
     /// Skip aimeta's full-frame reproduction mode (manifest_scan, manifest_get and
     /// kvchain_lpm measured again with whole-frame reads, as in the seed report's bug).
     #[arg(long)]
@@ -157,6 +165,8 @@ fn parse(args: &RunArgs) -> Result<RunOptions, String> {
         work_dir: args.work_dir.clone(),
         seed: args.seed,
         pg_url: args.pg_url.clone(),
+        etcd_endpoints: etcd_endpoints(&args.etcd_endpoints),
+        read_consistency: parse_read_consistency(&args.etcd_reads)?,
         full_frame: !args.no_full_frame,
         trace: args.trace.clone(),
         rate: args.rate,
@@ -188,6 +198,27 @@ pub(crate) fn parse_durability(name: &str) -> Result<Durability, String> {
     }
 }
 
+/// The etcd endpoints given, or `None` for a throwaway cluster.
+pub(crate) fn etcd_endpoints(urls: &[String]) -> Option<Vec<String>> {
+    let urls: Vec<String> = urls
+        .iter()
+        .map(|u| u.trim().to_string())
+        .filter(|u| !u.is_empty())
+        .collect();
+    (!urls.is_empty()).then_some(urls)
+}
+
+/// An etcd read mode: linearizable or serializable.
+pub(crate) fn parse_read_consistency(name: &str) -> Result<ReadConsistency, String> {
+    match name {
+        "linearizable" => Ok(ReadConsistency::Linearizable),
+        "serializable" => Ok(ReadConsistency::Serializable),
+        other => Err(format!(
+            "unknown etcd read mode {other:?}; valid: linearizable, serializable"
+        )),
+    }
+}
+
 /// Checks that `path` can be written before spending minutes measuring.
 pub(crate) fn check_writable(path: &std::path::Path) -> Result<(), String> {
     let dir = match path.parent() {
@@ -201,8 +232,13 @@ pub(crate) fn check_writable(path: &std::path::Path) -> Result<(), String> {
     Ok(())
 }
 
+/// A throwaway PostgreSQL or etcd cluster that could not start: the machine's set-up, not
+/// a measurement, failed.
 pub(crate) fn is_pg_start_failure(e: &RunError) -> bool {
-    matches!(e, RunError::Engine { source, .. } if matches!(**source, aimeta_adapters::Error::PostgresCluster { .. }))
+    matches!(e, RunError::Engine { source, .. } if matches!(
+        **source,
+        aimeta_adapters::Error::PostgresCluster { .. } | aimeta_adapters::Error::EtcdCluster { .. }
+    ))
 }
 
 /// `ai-meta run`.
@@ -281,6 +317,14 @@ pub fn list() {
         let caps = match k {
             EngineKind::Aimeta => "native longest-prefix, native delimiter listing, I/O counters",
             EngineKind::RocksDb => "emulated longest-prefix and listing, block-cache counters",
+            EngineKind::Etcd => {
+                "three-member throwaway cluster; native counts, emulated longest-prefix and \
+                 listing; sync durability only"
+            }
+            EngineKind::Etcd1 => {
+                "one-member throwaway cluster; native counts, emulated longest-prefix and \
+                 listing; sync durability only"
+            }
             _ => "emulated longest-prefix and listing",
         };
         println!("  {:<14} {caps}{state}", k.name());

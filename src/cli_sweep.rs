@@ -42,6 +42,14 @@ pub struct SweepArgs {
     /// PostgreSQL server URL (default: AI_META_PG_URL, else a throwaway local cluster).
     #[arg(long)]
     pg_url: Option<String>,
+    /// etcd client URLs of a running cluster, comma-separated (default: a throwaway
+    /// cluster of three members for etcd, of one for etcd-1, in the work directory).
+    #[arg(long, value_delimiter = ',')]
+    etcd_endpoints: Vec<String>,
+    /// How etcd serves reads: linearizable (a quorum read through the leader) or
+    /// serializable (the member asked answers from its own state).
+    #[arg(long, default_value = "linearizable")]
+    etcd_reads: String,
     /// Skip measuring the device's floor first.
     #[arg(long)]
     no_device_floor: bool,
@@ -82,6 +90,8 @@ fn parse(args: &SweepArgs) -> Result<SweepOptions, String> {
     run.durability = durability;
     run.seed = args.seed;
     run.pg_url = args.pg_url.clone();
+    run.etcd_endpoints = crate::cli_run::etcd_endpoints(&args.etcd_endpoints);
+    run.read_consistency = crate::cli_run::parse_read_consistency(&args.etcd_reads)?;
     run.device_floor = !args.no_device_floor;
     Ok(SweepOptions {
         run,

@@ -31,7 +31,7 @@ const WORKLOADS: [&str; 18] = [
 
 /// Engines in the order the report presents them, with their colours. The colours are
 /// mid-tone (Tableau 10) so bars read on white and on a near-black background alike.
-const ENGINES: [(&str, &str); 7] = [
+const ENGINES: [(&str, &str); 9] = [
     ("aimeta", "#f28e2b"),
     ("lmdb", "#b07aa1"),
     ("rocksdb", "#4e79a7"),
@@ -39,6 +39,8 @@ const ENGINES: [(&str, &str); 7] = [
     ("sqlite-tuned", "#8cd17d"),
     ("redb", "#e15759"),
     ("postgres", "#76b7b2"),
+    ("etcd", "#9c755f"),
+    ("etcd-1", "#d7b5a6"),
 ];
 
 /// Colours for engines this build does not know, picked by a stable hash of the name.

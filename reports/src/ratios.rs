@@ -11,9 +11,10 @@ use crate::{Record, Results, Status};
 
 const ENGINE: &str = "aimeta";
 const LMDB: &str = "lmdb";
-/// Engines whose memory a cgroup-mode run does not bound: PostgreSQL's server runs in its
-/// own processes, outside the harness's memory cgroup (docs/fairness.md).
-const UNBOUNDED_IN_CGROUP: &[&str] = &["postgres"];
+/// Engines whose memory a cgroup-mode run does not bound: PostgreSQL's server and etcd's
+/// members run in their own processes, outside the harness's memory cgroup
+/// (docs/fairness.md).
+const UNBOUNDED_IN_CGROUP: &[&str] = &["postgres", "etcd", "etcd-1"];
 
 /// Which other engines a ratio compares against.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

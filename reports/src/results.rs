@@ -238,7 +238,7 @@ pub struct Record {
     pub workload: String,
     /// Data set name (see `Results::datasets`).
     pub dataset: String,
-    /// Engine name: aimeta, rocksdb, sqlite, sqlite-tuned, lmdb, redb, postgres.
+    /// Engine name: aimeta, rocksdb, sqlite, sqlite-tuned, lmdb, redb, postgres, etcd, etcd-1.
     pub engine: String,
     /// Variant, when the workload has several: paged / full_frame for the engine's scan
     /// modes; native / predecessor_seek / bisect for longest-prefix lookups.

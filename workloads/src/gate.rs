@@ -160,9 +160,9 @@ fn load(
     full_frame: bool,
     progress: &dyn Progress,
 ) -> Result<Session, RunError> {
-    Session::load(o, kind, p, full_frame, progress)?.map_err(|detail| RunError::Unavailable {
+    Session::load(o, kind, p, full_frame, progress)?.map_err(|not| RunError::Unavailable {
         engine: kind.name().to_string(),
-        detail,
+        detail: not.why,
     })
 }
 

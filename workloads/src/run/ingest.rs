@@ -174,6 +174,10 @@ const POSTGRES_KEPT: &str = "PostgreSQL is not reopened (its server runs outside
     process and a reopen would drop its table): its sessions were switched with SET \
     synchronous_commit instead";
 
+/// Why etcd keeps its handle, for its records' notes.
+pub(crate) const ETCD_KEPT: &str = "etcd is not reopened (its cluster runs outside this \
+    process and a reopen would lose its store); it fsyncs every commit, its one durability";
+
 /// Why an engine that cannot switch keeps the run's durability, for its records' notes.
 const CANNOT_SWITCH: &str = "this engine is neither reopened nor switched in place (a \
     reopen would lose its store), so it was measured at the run's durability only";
@@ -213,7 +217,7 @@ pub(crate) fn measure_writes(
     if (ingest.is_empty() && !sync) || m.keys() == 0 {
         return Ok(Vec::new());
     }
-    let reopens = s.kind() != EngineKind::Postgres;
+    let reopens = !s.kind().is_server();
     let mut out = Vec::new();
     let mut appended = m.shards..m.shards;
     for d in IngestDurability::ALL
@@ -339,10 +343,10 @@ fn phase(
     let size = engine
         .size_on_disk()
         .map_err(engine_err(engine, &dataset, "size on disk"))?;
-    let kept = if s.kind() == EngineKind::Postgres {
-        format!("; {POSTGRES_KEPT}")
-    } else {
-        String::new()
+    let kept = match s.kind() {
+        EngineKind::Postgres => format!("; {POSTGRES_KEPT}"),
+        EngineKind::Etcd | EngineKind::Etcd1 => format!("; {ETCD_KEPT}"),
+        _ => String::new(),
     };
     let durability = format!(
         "the store was reopened with {} durability for these records, so the run's \
@@ -420,7 +424,11 @@ fn unsupported_ingest(
     d: IngestDurability,
     run: Durability,
 ) -> Vec<Record> {
-    let note = format!("{CANNOT_SWITCH} ({run:?}), not at {} durability", d.name());
+    let caps = s.engine().map(|e| e.capabilities());
+    let note = caps
+        .ok()
+        .and_then(|caps| super::durability_not_offered(s.kind(), &caps, d.durability()))
+        .unwrap_or_else(|| format!("{CANNOT_SWITCH} ({run:?}), not at {} durability", d.name()));
     let mut out = Vec::new();
     for r in IngestReaders::ALL {
         let mut measured: Vec<(Workload, Variant)> = Vec::new();

@@ -18,13 +18,15 @@ mod working_set;
 
 use std::path::PathBuf;
 
-use aimeta_adapters::{Durability, EngineKind};
+use aimeta_adapters::{Durability, EngineKind, ReadConsistency};
 use aimeta_reports::{Dataset, Provenance, Record, Results, RunConfig, Status, SCHEMA_VERSION};
 
 pub use error::RunError;
 pub use ingest::{IngestDurability, IngestReaders};
 pub use preflight::{available_memory_bytes, check_room, free_disk_bytes, store_bytes_estimate};
-pub use session::{base_record, full_frame_variants, variants, workload_seed, Measured, Session};
+pub use session::{
+    base_record, full_frame_variants, variants, workload_seed, Measured, NotLoaded, Session,
+};
 pub use sweep::{
     manifest_of, plan_sweep, size_name, sweep, SweepOptions, SWEEP_PER_SHARD, SWEEP_SCALE,
     SWEEP_SIZES, SWEEP_THREAD_WORKLOADS, SWEEP_WORKLOADS,
@@ -235,6 +237,10 @@ pub struct RunOptions {
     pub seed: u64,
     /// PostgreSQL server to use instead of a throwaway cluster.
     pub pg_url: Option<String>,
+    /// etcd cluster (client URLs) to use instead of a throwaway cluster.
+    pub etcd_endpoints: Option<Vec<String>>,
+    /// How etcd serves reads.
+    pub read_consistency: ReadConsistency,
     /// Also measure aimeta's full-frame reproduction mode (manifest_scan, manifest_get and
     /// kvchain_lpm; see `full_frame_variants`).
     pub full_frame: bool,
@@ -269,6 +275,8 @@ impl RunOptions {
             work_dir,
             seed: 42,
             pg_url: None,
+            etcd_endpoints: None,
+            read_consistency: ReadConsistency::Linearizable,
             full_frame: false,
             trace: None,
             rate: None,
@@ -403,12 +411,72 @@ pub fn run(o: &RunOptions, progress: &dyn Progress) -> Result<Results, RunError>
     }
     for planned in plan {
         for &kind in &o.engines {
-            let recs = run_engine(o, kind, &planned, progress)?;
+            let recs = match run_engine(o, kind, &planned, progress) {
+                Ok(recs) => recs,
+                Err(e) => match engine_fault(&e) {
+                    Some(why) => {
+                        progress.note(&format!("{} failed, the run goes on: {why}", kind.name()));
+                        failed_records(o, kind, &planned, &why)
+                    }
+                    None => return Err(e),
+                },
+            };
             results.records.extend(recs);
         }
         results.datasets.push(planned.meta);
     }
     Ok(results)
+}
+
+/// The message of a failure of one engine's server that leaves the run's other engines
+/// unharmed (an etcd member that exited), or `None` for any other error, which stops the run.
+fn engine_fault(e: &RunError) -> Option<String> {
+    match e {
+        RunError::Engine { source, .. }
+            if matches!(**source, aimeta_adapters::Error::EtcdMemberDied { .. }) =>
+        {
+            Some(e.to_string())
+        }
+        _ => None,
+    }
+}
+
+/// One error record per workload `kind` was to run on `p`, each with `why`.
+fn failed_records(o: &RunOptions, kind: EngineKind, p: &Planned, why: &str) -> Vec<Record> {
+    o.workloads
+        .iter()
+        .filter(|w| w.runs_on(&p.data) && ingest::runs_on_dataset(**w, &p.meta.name))
+        .map(|&w| Record {
+            status: Status::Error,
+            note: Some(why.to_string()),
+            ..base_record(w, &p.meta.name, kind, None)
+        })
+        .collect()
+}
+
+/// Why `kind` does not measure writes at durability `d`: its engine offers no such mode
+/// (etcd fsyncs every commit), so its writes there would be another mode's numbers.
+pub fn durability_not_offered(
+    kind: EngineKind,
+    caps: &aimeta_adapters::Capabilities,
+    d: Durability,
+) -> Option<String> {
+    if caps.durability.contains(&d) {
+        return None;
+    }
+    let offered: Vec<String> = caps
+        .durability
+        .iter()
+        .map(|d| format!("{d:?}").to_lowercase())
+        .collect();
+    let asked = format!("{d:?}").to_lowercase();
+    Some(format!(
+        "{} has no {asked} durability (it offers {}: etcd fsyncs its log on every commit and \
+         has no weaker mode); its writes are measured with --durability {}",
+        kind.name(),
+        offered.join(", "),
+        offered.first().map_or("sync", String::as_str)
+    ))
 }
 
 /// The device's floor under the work directory (see `crate::device`).
@@ -488,13 +556,13 @@ pub(crate) fn run_engine(
     }
     let mut s = match Session::load(o, kind, p, false, progress)? {
         Ok(s) => s,
-        Err(why) => {
-            progress.note(&format!("{} skipped: {why}", kind.name()));
+        Err(not) => {
+            progress.note(&format!("{} not measured: {not}", kind.name()));
             return Ok(wanted
                 .iter()
                 .map(|w| Record {
-                    status: Status::Skipped,
-                    note: Some(why.clone()),
+                    status: not.status,
+                    note: Some(not.why.clone()),
                     ..base_record(*w, &ds.name, kind, None)
                 })
                 .collect());
@@ -504,8 +572,19 @@ pub(crate) fn run_engine(
     if wanted.contains(&Workload::BulkLoad) {
         out.push(s.load_record());
     }
-    let native = s.engine()?.capabilities().native_longest_prefix;
+    let caps = s.engine()?.capabilities();
+    let native = caps.native_longest_prefix;
     for &w in wanted.iter().filter(|&&w| w != Workload::BulkLoad) {
+        if w == Workload::ManifestCas {
+            if let Some(why) = durability_not_offered(kind, &caps, o.durability) {
+                out.push(Record {
+                    status: Status::Unsupported,
+                    note: Some(why),
+                    ..base_record(w, &ds.name, kind, None)
+                });
+                continue;
+            }
+        }
         for v in variants(w, kind, o.full_frame) {
             if v == Some(Variant::Native) && !native {
                 out.push(Record {
@@ -576,7 +655,7 @@ fn enter_budget(o: &RunOptions, s: &mut Session) -> Result<Option<CgroupGuard>, 
         source,
     })?;
     let cold = o.cold || o.budget_mode == BudgetMode::Cgroup;
-    let reopens = cold && s.kind() != EngineKind::Postgres;
+    let reopens = cold && !s.kind().is_server();
     if reopens {
         s.close();
     }

@@ -165,6 +165,42 @@ fn options(o: &RunOptions, store: &Store) -> OpenOptions {
         pg_url: o.pg_url.clone(),
         direct_reads: o.budget_mode == BudgetMode::Cgroup,
         absent_key_lookups: store.absent_key_lookups,
+        etcd_endpoints: o.etcd_endpoints.clone(),
+        read_consistency: o.read_consistency,
+    }
+}
+
+/// Why an engine was not loaded, and so what its records say: skipped where the machine
+/// lacks it (no PostgreSQL or etcd binaries), N/A where it cannot hold the data set (a
+/// store over etcd's 8 GiB quota).
+#[derive(Debug, Clone, PartialEq)]
+pub struct NotLoaded {
+    /// [`Status::Skipped`] or [`Status::Unsupported`].
+    pub status: Status,
+    /// The adapter's message.
+    pub why: String,
+}
+
+impl NotLoaded {
+    /// The adapter's error as a reason not to load, or `None` when it is a real failure.
+    pub fn from_error(e: &aimeta_adapters::Error) -> Option<NotLoaded> {
+        let status = if e.is_unavailable() {
+            Status::Skipped
+        } else if e.is_too_large() {
+            Status::Unsupported
+        } else {
+            return None;
+        };
+        Some(NotLoaded {
+            status,
+            why: e.to_string(),
+        })
+    }
+}
+
+impl std::fmt::Display for NotLoaded {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.why)
     }
 }
 
@@ -306,15 +342,16 @@ fn thread_seed(workload_seed: u64, thread: u64, round: u64) -> u64 {
 }
 
 impl Session {
-    /// Opens a fresh store for `kind` and loads `p` into it; `Ok(None)` when the engine is
-    /// not available on this machine (PostgreSQL without server binaries).
+    /// Opens a fresh store for `kind` and loads `p` into it; `Ok(Err(_))` when the engine is
+    /// not available on this machine (PostgreSQL or etcd without their binaries) or cannot
+    /// hold the data set (etcd's quota).
     pub fn load(
         o: &RunOptions,
         kind: EngineKind,
         p: &Planned,
         full_frame: bool,
         progress: &dyn Progress,
-    ) -> Result<Result<Session, String>, RunError> {
+    ) -> Result<Result<Session, NotLoaded>, RunError> {
         let ds = &p.meta;
         let suffix = if full_frame { "-full-frame" } else { "" };
         let dir = o
@@ -344,10 +381,10 @@ impl Session {
             full_frame,
         ) {
             Ok(e) => e,
-            Err(e @ aimeta_adapters::Error::PostgresUnavailable { .. }) => {
-                return Ok(Err(e.to_string()))
-            }
-            Err(e) => return Err(err("open")(e)),
+            Err(e) => match NotLoaded::from_error(&e) {
+                Some(not) => return Ok(Err(not)),
+                None => return Err(err("open")(e)),
+            },
         };
         // The chain index is generated and sorted before the clock starts: the load times
         // the engine, not the generator (the other shapes stream in key order for free).

@@ -125,6 +125,9 @@ pub(crate) fn measure(
         let kept = if s.kind() == aimeta_adapters::EngineKind::Postgres {
             "; PostgreSQL is not reopened (its server runs outside this process and a reopen \
              would drop its table): its sessions were switched to synchronous_commit on"
+        } else if s.kind().is_server() {
+            "; etcd is not reopened (its cluster runs outside this process): it fsyncs every \
+             commit whatever the run's --durability"
         } else {
             "; the store was reopened with sync durability for these records, whatever the \
              run's --durability"

@@ -262,20 +262,23 @@ impl Replay<'_> {
             source,
         })?;
         let _guard = match o.budget_mode {
-            BudgetMode::Cgroup if self.kind != EngineKind::Postgres => Some(CgroupGuard::enter(
+            BudgetMode::Cgroup if !self.kind.is_server() => Some(CgroupGuard::enter(
                 o.scale.budget_bytes + CGROUP_OVERHEAD_BYTES,
             )?),
             _ => None,
         };
         let engine = match open_engine(o, self.kind, dir, Store::of(path_bytes(schedule)), false) {
             Ok(e) => e,
-            Err(e @ aimeta_adapters::Error::PostgresUnavailable { .. }) => {
-                return Ok(self.not_measured(Status::Skipped, e.to_string()))
-            }
-            Err(e) => return Err(self.engine_error("open")(e)),
+            Err(e) => match super::NotLoaded::from_error(&e) {
+                Some(not) => return Ok(self.not_measured(not.status, not.why)),
+                None => return Err(self.engine_error("open")(e)),
+            },
         };
         let engine: &dyn KvEngine = engine.as_ref();
         let caps = engine.capabilities();
+        if let Some(why) = super::durability_not_offered(self.kind, &caps, o.durability) {
+            return Ok(self.not_measured(Status::Unsupported, why));
+        }
         if self.method.lpm_method() == Some(aimeta_adapters::LpmMethod::Native)
             && !caps.native_longest_prefix
         {
