@@ -87,6 +87,54 @@ fn a_batch_over_the_limits_lands_whole_and_drop_removes_the_cluster() -> Result<
     Ok(())
 }
 
+/// On an existing cluster (`etcd_endpoints`) the engine keeps to a prefix of its own, splits
+/// batches at etcd's default 128 operations, and deletes its keys on close.
+#[test]
+fn an_existing_cluster_is_used_under_a_prefix_and_left_clean() -> Result<()> {
+    let dir = tempdir()?;
+    let Some(owner) = open_or_skip(Members::One, dir.path())? else {
+        return Ok(());
+    };
+    let endpoints = owner
+        .cluster()
+        .ok_or_else(|| test_err("no cluster"))?
+        .endpoints()?;
+    owner.put(b"theirs", b"kept")?;
+    let opts = OpenOptions {
+        etcd_endpoints: Some(endpoints),
+        ..OpenOptions::default()
+    };
+    let guest = EtcdEngine::open(Members::Three, &dir.path().join("unused"), &opts)?;
+    assert!(guest.cluster().is_none());
+    let keys: Vec<Vec<u8>> = (0..300u32)
+        .map(|i| format!("g/{i:04}").into_bytes())
+        .collect();
+    let ops: Vec<BatchOp<'_>> = keys
+        .iter()
+        .map(|k| BatchOp::Put {
+            key: k,
+            value: b"v",
+        })
+        .collect();
+    guest.write_batch(&ops)?;
+    assert_eq!(guest.count_range(b"g/", b"g0")?, 300);
+    assert_eq!(
+        guest.count_range(&[0], &[0xFF])?,
+        300,
+        "the guest sees only its own keys"
+    );
+    let mut out = Vec::new();
+    assert!(!guest.get(b"theirs", &mut out)?);
+    let mut last = Vec::new();
+    assert!(crate::emul::OrderedRead::last_key(&guest, &mut last)?);
+    assert_eq!(last, b"g/0299");
+    assert_eq!(owner.count_range(b"aimeta/", b"aimeta0")?, 300);
+    drop(guest);
+    assert_eq!(owner.count_range(b"aimeta/", b"aimeta0")?, 0);
+    assert!(owner.get(b"theirs", &mut out)? && out == b"kept");
+    Ok(())
+}
+
 /// A member killed under a three-member cluster (which still has a quorum) fails the next
 /// calls with an error naming it.
 #[test]
