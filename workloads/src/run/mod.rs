@@ -6,6 +6,7 @@ mod error;
 mod ingest;
 mod ingest_phase;
 mod measure;
+mod not_measured;
 mod ops;
 mod preflight;
 mod session;
@@ -23,10 +24,10 @@ use aimeta_reports::{Dataset, Provenance, Record, Results, RunConfig, Status, SC
 
 pub use error::RunError;
 pub use ingest::{IngestDurability, IngestReaders};
+pub use not_measured::{durability_not_offered, NotLoaded};
+use not_measured::{engine_fault, failed_records};
 pub use preflight::{available_memory_bytes, check_room, free_disk_bytes, store_bytes_estimate};
-pub use session::{
-    base_record, full_frame_variants, variants, workload_seed, Measured, NotLoaded, Session,
-};
+pub use session::{base_record, full_frame_variants, variants, workload_seed, Measured, Session};
 pub use sweep::{
     manifest_of, plan_sweep, size_name, sweep, SweepOptions, SWEEP_PER_SHARD, SWEEP_SCALE,
     SWEEP_SIZES, SWEEP_THREAD_WORKLOADS, SWEEP_WORKLOADS,
@@ -426,57 +427,6 @@ pub fn run(o: &RunOptions, progress: &dyn Progress) -> Result<Results, RunError>
         results.datasets.push(planned.meta);
     }
     Ok(results)
-}
-
-/// The message of a failure of one engine's server that leaves the run's other engines
-/// unharmed (an etcd member that exited), or `None` for any other error, which stops the run.
-fn engine_fault(e: &RunError) -> Option<String> {
-    match e {
-        RunError::Engine { source, .. }
-            if matches!(**source, aimeta_adapters::Error::EtcdMemberDied { .. }) =>
-        {
-            Some(e.to_string())
-        }
-        _ => None,
-    }
-}
-
-/// One error record per workload `kind` was to run on `p`, each with `why`.
-fn failed_records(o: &RunOptions, kind: EngineKind, p: &Planned, why: &str) -> Vec<Record> {
-    o.workloads
-        .iter()
-        .filter(|w| w.runs_on(&p.data) && ingest::runs_on_dataset(**w, &p.meta.name))
-        .map(|&w| Record {
-            status: Status::Error,
-            note: Some(why.to_string()),
-            ..base_record(w, &p.meta.name, kind, None)
-        })
-        .collect()
-}
-
-/// Why `kind` does not measure writes at durability `d`: its engine offers no such mode
-/// (etcd fsyncs every commit), so its writes there would be another mode's numbers.
-pub fn durability_not_offered(
-    kind: EngineKind,
-    caps: &aimeta_adapters::Capabilities,
-    d: Durability,
-) -> Option<String> {
-    if caps.durability.contains(&d) {
-        return None;
-    }
-    let offered: Vec<String> = caps
-        .durability
-        .iter()
-        .map(|d| format!("{d:?}").to_lowercase())
-        .collect();
-    let asked = format!("{d:?}").to_lowercase();
-    Some(format!(
-        "{} has no {asked} durability (it offers {}: etcd fsyncs its log on every commit and \
-         has no weaker mode); its writes are measured with --durability {}",
-        kind.name(),
-        offered.join(", "),
-        offered.first().map_or("sync", String::as_str)
-    ))
 }
 
 /// The device's floor under the work directory (see `crate::device`).

@@ -18,7 +18,8 @@ use super::measure::{histogram, io_per_op, latency};
 use super::ops::{self, ManifestOps};
 use super::working_set::{self, TouchedPages};
 use super::{
-    sys, BudgetMode, Data, Planned, Progress, RunError, RunOptions, ThreadCount, Variant, Workload,
+    sys, BudgetMode, Data, NotLoaded, Planned, Progress, RunError, RunOptions, ThreadCount,
+    Variant, Workload,
 };
 use crate::alloc_count::{self, AllocCount};
 use crate::gen::{derive_seed, seeded, KvQuery, Rng};
@@ -167,40 +168,6 @@ fn options(o: &RunOptions, store: &Store) -> OpenOptions {
         absent_key_lookups: store.absent_key_lookups,
         etcd_endpoints: o.etcd_endpoints.clone(),
         read_consistency: o.read_consistency,
-    }
-}
-
-/// Why an engine was not loaded, and so what its records say: skipped where the machine
-/// lacks it (no PostgreSQL or etcd binaries), N/A where it cannot hold the data set (a
-/// store over etcd's 8 GiB quota).
-#[derive(Debug, Clone, PartialEq)]
-pub struct NotLoaded {
-    /// [`Status::Skipped`] or [`Status::Unsupported`].
-    pub status: Status,
-    /// The adapter's message.
-    pub why: String,
-}
-
-impl NotLoaded {
-    /// The adapter's error as a reason not to load, or `None` when it is a real failure.
-    pub fn from_error(e: &aimeta_adapters::Error) -> Option<NotLoaded> {
-        let status = if e.is_unavailable() {
-            Status::Skipped
-        } else if e.is_too_large() {
-            Status::Unsupported
-        } else {
-            return None;
-        };
-        Some(NotLoaded {
-            status,
-            why: e.to_string(),
-        })
-    }
-}
-
-impl std::fmt::Display for NotLoaded {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.why)
     }
 }
 
