@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-const ENGINE_CRATES: [&str; 9] = [
+const ENGINE_CRATES: [&str; 10] = [
     "rocksdb",
     "librocksdb-sys",
     "rusqlite",
@@ -11,6 +11,7 @@ const ENGINE_CRATES: [&str; 9] = [
     "lmdb-master-sys",
     "redb",
     "postgres",
+    "etcd-client",
     "aimeta-engine",
 ];
 
