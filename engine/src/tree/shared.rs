@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex, Weak};
 use arc_swap::{ArcSwap, Guard};
 
 use super::background::Signal;
-use super::config::{Durability, TreeConfig};
+use super::config::{Durability, TreeConfig, DEFAULT_CHECKPOINT_HELD_SHARE};
 use super::open::{write_superblock, Opened};
 use crate::btree::{self, CheckReport, Mutation, Version, WriteScratch, WriteTxn};
 use crate::error::{Error, Result};
@@ -76,11 +76,14 @@ pub(crate) struct Shared {
     durable_seq: AtomicU64,
     file_pages: AtomicU64,
     free_pages: AtomicU64,
+    held_pages: AtomicU64,
     wal: Wal,
     durability: Durability,
     poisoned: Mutex<Option<String>>,
     checkpointing: Mutex<()>,
     checkpoint_log_bytes: u64,
+    /// Pages held for a checkpoint at which a commit asks for one.
+    checkpoint_held_pages: u64,
     signal: Arc<Signal>,
     stats: DurabilityStats,
     /// Opens the filter file the way the tree's other files are opened.
@@ -138,12 +141,17 @@ impl Shared {
             durable_seq: AtomicU64::new(sb.seq),
             file_pages: AtomicU64::new(sb.page_count),
             free_pages: AtomicU64::new(sb.free_pages),
+            held_pages: AtomicU64::new(0),
             pool: opened.pool,
             wal: log.wal,
             durability: config.durability,
             poisoned: Mutex::new(None),
             checkpointing: Mutex::new(()),
             checkpoint_log_bytes: config.checkpoint_log_bytes,
+            checkpoint_held_pages: config
+                .checkpoint_held_pages
+                .unwrap_or(budget_pages as u64 / DEFAULT_CHECKPOINT_HELD_SHARE)
+                .max(1),
             signal,
             stats: DurabilityStats {
                 torn_tails: AtomicU64::new(log.torn_tails),
@@ -295,8 +303,13 @@ impl Shared {
                 .with_key_filter(cur.key_filter.clone()),
         );
         let full = self.logging() && self.wal.pending_bytes() >= self.checkpoint_log_bytes;
+        // Replaced pages the durable checkpoint holds cannot be reused, so every change
+        // to them writes to a new place: past a share of the pool, a checkpoint returns
+        // them (one is not asked for while one runs: it could not free them yet).
+        let held = w.checkpoint_in_flight.is_none()
+            && w.alloc.awaiting_checkpoint_pages() >= self.checkpoint_held_pages;
         drop(w);
-        if full {
+        if full || held {
             self.signal.kick();
         }
         if let Durability::Wal { sync: true } = self.durability {
@@ -386,6 +399,8 @@ impl Shared {
             .store(w.alloc.page_count(), Ordering::Relaxed);
         self.free_pages
             .store(w.alloc.free_pages(), Ordering::Relaxed);
+        self.held_pages
+            .store(w.alloc.awaiting_checkpoint_pages(), Ordering::Relaxed);
     }
 
     /// Loads sorted, duplicate-free pairs into the empty tree as one commit, then
@@ -485,6 +500,7 @@ impl Shared {
             height: v.height,
             file_pages: self.file_pages.load(Ordering::Relaxed),
             free_pages: self.free_pages.load(Ordering::Relaxed),
+            held_pages: self.held_pages.load(Ordering::Relaxed),
             commit_seq: v.seq,
             checkpoint_seq: self.durable_seq.load(Ordering::Relaxed),
             wal_records: self.wal.records.load(Ordering::Relaxed),

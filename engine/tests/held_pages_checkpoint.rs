@@ -1,0 +1,92 @@
+//! Pages that changes replace while the durable checkpoint still references them cannot
+//! be reused until a newer checkpoint; once they pass `checkpoint_held_pages`, a commit
+//! asks the background checkpointer for one, so the file stops growing by one page per
+//! change to a checkpointed leaf.
+
+use std::time::{Duration, Instant};
+
+use aimeta_engine::{Durability, Readable, Tree, TreeConfig};
+
+type TestResult = Result<(), Box<dyn std::error::Error>>;
+
+const ENTRIES: u32 = 60_000;
+const UPDATES: u32 = 6_000;
+const HELD_LIMIT: u64 = 64;
+
+fn key(i: u32) -> [u8; 8] {
+    (u64::from(i) * 0x9e37_79b9).to_be_bytes()
+}
+
+/// A bulk-loaded tree (its leaves all in the durable checkpoint) whose checkpointer runs
+/// only when kicked: no interval and no log size in the way.
+fn loaded(dir: &std::path::Path, held_limit: u64) -> Result<Tree, Box<dyn std::error::Error>> {
+    let tree = Tree::open(
+        TreeConfig::new(dir)
+            .durability(Durability::Wal { sync: false })
+            .checkpoint_interval(Duration::from_secs(3600))
+            .checkpoint_log_bytes(u64::MAX)
+            .checkpoint_held_pages(held_limit),
+    )?;
+    let mut pairs: Vec<([u8; 8], [u8; 40])> = (0..ENTRIES).map(|i| (key(i), [3u8; 40])).collect();
+    pairs.sort_unstable();
+    tree.bulk_load(pairs)?;
+    Ok(tree)
+}
+
+/// Updates keys spread over the whole tree, so that almost every put replaces a leaf the
+/// bulk load wrote. Returns the file's growth in pages. With `wait`, each time the held
+/// pages pass twice the limit it waits (bounded) for the kicked checkpoint to free them.
+fn update_spread(tree: &Tree, wait: bool) -> Result<u64, Box<dyn std::error::Error>> {
+    let before = tree.metrics().file_pages;
+    for u in 0..UPDATES {
+        let i = u.wrapping_mul(7919) % ENTRIES;
+        tree.put(&key(i), &[9u8; 40])?;
+        if wait && tree.metrics().held_pages >= 2 * HELD_LIMIT {
+            let deadline = Instant::now() + Duration::from_secs(60);
+            while tree.metrics().held_pages >= 2 * HELD_LIMIT {
+                if Instant::now() > deadline {
+                    return Err(format!(
+                        "{} pages still held 60 s after passing the limit of {HELD_LIMIT}",
+                        tree.metrics().held_pages
+                    )
+                    .into());
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
+    }
+    Ok(tree.metrics().file_pages - before)
+}
+
+#[test]
+fn replaced_pages_past_the_limit_come_back_through_a_checkpoint() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let tree = loaded(dir.path(), HELD_LIMIT)?;
+    let checkpoints = tree.metrics().checkpoints;
+    let grown = update_spread(&tree, true)?;
+    let m = tree.metrics();
+    assert!(
+        m.checkpoints > checkpoints,
+        "no checkpoint ran while {UPDATES} updates replaced checkpointed leaves"
+    );
+
+    // The same updates with the limit out of reach: every replaced leaf stays held.
+    let control_dir = tempfile::tempdir()?;
+    let control = loaded(control_dir.path(), u64::MAX)?;
+    let control_checkpoints = control.metrics().checkpoints;
+    let control_grown = update_spread(&control, false)?;
+    assert_eq!(control.metrics().checkpoints, control_checkpoints);
+    assert!(control.metrics().held_pages > 10 * HELD_LIMIT);
+    assert!(
+        grown * 4 < control_grown,
+        "the file grew by {grown} pages with checkpoints at {HELD_LIMIT} held pages, \
+         {control_grown} without"
+    );
+
+    for (t, value) in [(&tree, [9u8; 40]), (&control, [9u8; 40])] {
+        t.check_integrity()?;
+        assert_eq!(t.get(&key(0))?.as_deref(), Some(&value[..]));
+        assert_eq!(t.len(), u64::from(ENTRIES));
+    }
+    Ok(())
+}
