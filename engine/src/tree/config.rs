@@ -27,7 +27,8 @@ pub enum Durability {
 /// Default: checkpoint once the log holds 64 MiB.
 pub const DEFAULT_CHECKPOINT_LOG_BYTES: u64 = 64 << 20;
 /// Default: checkpoint once the pages replaced since the last checkpoint that it still
-/// holds pass a quarter of the pool (see [`TreeConfig::checkpoint_held_pages`]).
+/// holds pass a quarter of the pool while the pool writes pages back (see
+/// [`TreeConfig::checkpoint_held_pages`]).
 pub const DEFAULT_CHECKPOINT_HELD_SHARE: u64 = 4;
 /// Default: checkpoint at least every 30 seconds while there are changes.
 pub const DEFAULT_CHECKPOINT_INTERVAL: Duration = Duration::from_secs(30);
@@ -114,11 +115,11 @@ impl TreeConfig {
         checkpoint_interval(every: Duration) => checkpoint_interval = every;
         /// The background checkpointer runs once the log holds this many bytes.
         checkpoint_log_bytes(bytes: u64) => checkpoint_log_bytes = bytes;
-        /// The background checkpointer runs once this many pages wait for it: pages that
-        /// commits replaced and no reader needs, which the durable checkpoint still
-        /// references, so that only a newer checkpoint brings them back into use. Until
-        /// then each change writes to a new place and the file grows (default: a quarter
-        /// of the pool's pages).
+        /// The background checkpointer runs once this many pages wait for it while the
+        /// pool writes changed pages back: pages that commits replaced and no reader
+        /// needs, which the durable checkpoint still references, so that only a newer
+        /// checkpoint brings them back into use. Until then each page written back goes
+        /// to a new place and the file grows (default: a quarter of the pool's pages).
         checkpoint_held_pages(pages: u64) => checkpoint_held_pages = Some(pages);
         /// Opens the tree's files through `opener` instead of the file system: tests pass a
         /// simulated disk or a fault injector.

@@ -43,6 +43,8 @@ struct Writer {
     generation: u64,
     next_slot: u8,
     freelist_pages: Vec<PageId>,
+    /// The pool's dirty write-backs when the last checkpoint was captured.
+    writebacks_at_capture: u64,
     /// The last transaction's buffers, for the next one.
     scratch: WriteScratch,
 }
@@ -132,6 +134,7 @@ impl Shared {
                 generation: sb.generation,
                 next_slot: opened.slot ^ 1,
                 freelist_pages: opened.freelist_pages,
+                writebacks_at_capture: 0,
                 alloc: opened.alloc,
                 scratch: WriteScratch::new(),
             }),
@@ -303,11 +306,15 @@ impl Shared {
                 .with_key_filter(cur.key_filter.clone()),
         );
         let full = self.logging() && self.wal.pending_bytes() >= self.checkpoint_log_bytes;
-        // Replaced pages the durable checkpoint holds cannot be reused, so every change
-        // to them writes to a new place: past a share of the pool, a checkpoint returns
-        // them (one is not asked for while one runs: it could not free them yet).
+        // Replaced pages the durable checkpoint holds cannot be reused, so each changed
+        // page the pool writes back goes to a new place at the end of the file, one more
+        // page in the OS cache beside the pool. Past a share of the pool, and once the
+        // pool writes pages back (while every change stays in the pool, a checkpoint
+        // would only add writes), a checkpoint returns them; one is not asked for while
+        // one runs, which could not free them yet.
         let held = w.checkpoint_in_flight.is_none()
-            && w.alloc.awaiting_checkpoint_pages() >= self.checkpoint_held_pages;
+            && w.alloc.awaiting_checkpoint_pages() >= self.checkpoint_held_pages
+            && self.pool.counters().get(Counter::DirtyWritebacks) > w.writebacks_at_capture;
         drop(w);
         if full || held {
             self.signal.kick();
@@ -588,6 +595,7 @@ impl Shared {
         // From here until it is durable, the superblock of this checkpoint may reach the
         // disk: the pages its tree references are not reused, whatever replaces them.
         w.checkpoint_in_flight = Some(version.seq);
+        w.writebacks_at_capture = self.pool.counters().get(Counter::DirtyWritebacks);
         Ok(Some(Capture {
             seq: version.seq,
             root: version.root.as_ref().map_or(0, |p| p.id()),
