@@ -18,7 +18,7 @@
 //! read as `READ_PROFILE_READS` says (mapped, the default, direct, buffered or shared),
 //! `READ_PROFILE_FILTER` gives the stored-key filter's bits a key (default 0, none), and
 //! `READ_PROFILE_HELD_PAGES` the pages awaiting a checkpoint at which one starts (default
-//! the engine's; `off` never).
+//! the engine's, off; `off` never).
 //! Everything is deterministic (fixed seeds). The timed loop runs under `timed`, so that
 //! `valgrind --tool=callgrind --toggle-collect='*timed*'` counts only it.
 

@@ -26,10 +26,6 @@ pub enum Durability {
 
 /// Default: checkpoint once the log holds 64 MiB.
 pub const DEFAULT_CHECKPOINT_LOG_BYTES: u64 = 64 << 20;
-/// Default: checkpoint once the pages replaced since the last checkpoint that it still
-/// holds pass a quarter of the pool while the pool writes pages back (see
-/// [`TreeConfig::checkpoint_held_pages`]).
-pub const DEFAULT_CHECKPOINT_HELD_SHARE: u64 = 4;
 /// Default: checkpoint at least every 30 seconds while there are changes.
 pub const DEFAULT_CHECKPOINT_INTERVAL: Duration = Duration::from_secs(30);
 
@@ -77,7 +73,7 @@ pub struct TreeConfig {
     pub(crate) background_checkpoints: bool,
     pub(crate) checkpoint_interval: Duration,
     pub(crate) checkpoint_log_bytes: u64,
-    /// None: the pool's pages over `DEFAULT_CHECKPOINT_HELD_SHARE`.
+    /// None: held pages never start a checkpoint.
     pub(crate) checkpoint_held_pages: Option<u64>,
     pub(crate) opener: Arc<dyn StorageOpener>,
 }
@@ -119,7 +115,10 @@ impl TreeConfig {
         /// pool writes changed pages back: pages that commits replaced and no reader
         /// needs, which the durable checkpoint still references, so that only a newer
         /// checkpoint brings them back into use. Until then each page written back goes
-        /// to a new place and the file grows (default: a quarter of the pool's pages).
+        /// to a new place and the file grows. Default: off. A quarter of the pool's pages
+        /// made swaps past the budget grow the file by a fifth as much, but the trace
+        /// replay's lookups read 4 to 9 % more pages, by when the checkpoints ran
+        /// (docs/performance.md, 2026-12-03, eighth session).
         checkpoint_held_pages(pages: u64) => checkpoint_held_pages = Some(pages);
         /// Opens the tree's files through `opener` instead of the file system: tests pass a
         /// simulated disk or a fault injector.

@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex, Weak};
 use arc_swap::{ArcSwap, Guard};
 
 use super::background::Signal;
-use super::config::{Durability, TreeConfig, DEFAULT_CHECKPOINT_HELD_SHARE};
+use super::config::{Durability, TreeConfig};
 use super::open::{write_superblock, Opened};
 use crate::btree::{self, CheckReport, Mutation, Version, WriteScratch, WriteTxn};
 use crate::error::{Error, Result};
@@ -151,10 +151,7 @@ impl Shared {
             poisoned: Mutex::new(None),
             checkpointing: Mutex::new(()),
             checkpoint_log_bytes: config.checkpoint_log_bytes,
-            checkpoint_held_pages: config
-                .checkpoint_held_pages
-                .unwrap_or(budget_pages as u64 / DEFAULT_CHECKPOINT_HELD_SHARE)
-                .max(1),
+            checkpoint_held_pages: config.checkpoint_held_pages.unwrap_or(u64::MAX).max(1),
             signal,
             stats: DurabilityStats {
                 torn_tails: AtomicU64::new(log.torn_tails),
