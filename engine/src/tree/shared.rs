@@ -305,10 +305,11 @@ impl Shared {
         let full = self.logging() && self.wal.pending_bytes() >= self.checkpoint_log_bytes;
         // Replaced pages the durable checkpoint holds cannot be reused, so each changed
         // page the pool writes back goes to a new place at the end of the file, one more
-        // page in the OS cache beside the pool. Past a share of the pool, and once the
-        // pool writes pages back (while every change stays in the pool, a checkpoint
-        // would only add writes), a checkpoint returns them; one is not asked for while
-        // one runs, which could not free them yet.
+        // page in the OS cache beside the pool. Past `checkpoint_held_pages` (off unless
+        // configured), and once the pool writes pages back (while every change stays in
+        // the pool, a checkpoint would only add writes), a checkpoint returns them; one is
+        // not asked for while one runs, which could not free them yet. The cheap tests
+        // come first: the counter sum runs only past the limit.
         let held = w.checkpoint_in_flight.is_none()
             && w.alloc.awaiting_checkpoint_pages() >= self.checkpoint_held_pages
             && self.pool.counters().get(Counter::DirtyWritebacks) > w.writebacks_at_capture;
