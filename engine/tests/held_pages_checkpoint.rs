@@ -45,22 +45,23 @@ fn loaded_in(
 
 /// Updates keys spread over the whole tree, so that almost every put replaces a leaf the
 /// bulk load wrote. Returns the file's growth in pages. With `wait`, each time the held
-/// pages pass twice the limit it waits (bounded) for the kicked checkpoint to free them.
+/// pages pass twice the limit it pauses (up to 2 s) for the kicked checkpoint to free them.
 fn update_spread(tree: &Tree, wait: bool) -> Result<u64, Box<dyn std::error::Error>> {
     let before = tree.metrics().file_pages;
+    // One pause per checkpoint count: a pause that freed nothing is not repeated until
+    // another checkpoint has run.
+    let mut paused_at = None;
     for u in 0..UPDATES {
         let i = u.wrapping_mul(7919) % ENTRIES;
         tree.put(&key(i), &[9u8; 40])?;
-        if wait && tree.metrics().held_pages >= 2 * HELD_LIMIT {
-            let deadline = Instant::now() + Duration::from_secs(60);
-            while tree.metrics().held_pages >= 2 * HELD_LIMIT {
-                if Instant::now() > deadline {
-                    return Err(format!(
-                        "{} pages still held 60 s after passing the limit of {HELD_LIMIT}",
-                        tree.metrics().held_pages
-                    )
-                    .into());
-                }
+        let m = tree.metrics();
+        if wait && m.held_pages >= 2 * HELD_LIMIT && paused_at != Some(m.checkpoints) {
+            paused_at = Some(m.checkpoints);
+            // Give a kicked checkpoint time to finish, so that a descheduled checkpointer
+            // does not decide the growth below. Not an error when the pages stay: the
+            // limit asks only while the pool writes pages back, and a pause writes none.
+            let deadline = Instant::now() + Duration::from_secs(2);
+            while tree.metrics().held_pages >= 2 * HELD_LIMIT && Instant::now() < deadline {
                 std::thread::sleep(Duration::from_millis(1));
             }
         }
