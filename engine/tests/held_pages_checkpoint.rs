@@ -45,22 +45,23 @@ fn loaded_in(
 
 /// Updates keys spread over the whole tree, so that almost every put replaces a leaf the
 /// bulk load wrote. Returns the file's growth in pages. With `wait`, each time the held
-/// pages pass twice the limit it waits (bounded) for the kicked checkpoint to free them.
+/// pages pass twice the limit it pauses (up to 2 s) for the kicked checkpoint to free them.
 fn update_spread(tree: &Tree, wait: bool) -> Result<u64, Box<dyn std::error::Error>> {
     let before = tree.metrics().file_pages;
+    // One pause per checkpoint count: a pause that freed nothing is not repeated until
+    // another checkpoint has run.
+    let mut paused_at = None;
     for u in 0..UPDATES {
         let i = u.wrapping_mul(7919) % ENTRIES;
         tree.put(&key(i), &[9u8; 40])?;
-        if wait && tree.metrics().held_pages >= 2 * HELD_LIMIT {
-            let deadline = Instant::now() + Duration::from_secs(60);
-            while tree.metrics().held_pages >= 2 * HELD_LIMIT {
-                if Instant::now() > deadline {
-                    return Err(format!(
-                        "{} pages still held 60 s after passing the limit of {HELD_LIMIT}",
-                        tree.metrics().held_pages
-                    )
-                    .into());
-                }
+        let m = tree.metrics();
+        if wait && m.held_pages >= 2 * HELD_LIMIT && paused_at != Some(m.checkpoints) {
+            paused_at = Some(m.checkpoints);
+            // Give a kicked checkpoint time to finish, so that a descheduled checkpointer
+            // does not decide the growth below. Not an error when the pages stay: the
+            // limit asks only while the pool writes pages back, and a pause writes none.
+            let deadline = Instant::now() + Duration::from_secs(2);
+            while tree.metrics().held_pages >= 2 * HELD_LIMIT && Instant::now() < deadline {
                 std::thread::sleep(Duration::from_millis(1));
             }
         }
@@ -113,5 +114,76 @@ fn changes_that_stay_in_the_pool_ask_for_no_checkpoint() -> TestResult {
     assert_eq!(m.bm_dirty_writebacks, 0);
     assert!(m.held_pages > 10 * HELD_LIMIT);
     assert_eq!(m.checkpoints, checkpoints);
+    Ok(())
+}
+
+#[test]
+fn held_page_checkpoints_on_slow_storage_lose_nothing_acknowledged_in_any_mode() -> TestResult {
+    use aimeta_engine::storage::{FaultPlan, FaultyOpener, SimDisk};
+    use std::sync::atomic::Ordering;
+    use std::sync::Arc;
+
+    for mode in [
+        Durability::None,
+        Durability::Wal { sync: false },
+        Durability::Wal { sync: true },
+    ] {
+        let disk = SimDisk::new();
+        let plan = FaultPlan::new("");
+        let dir = tempfile::tempdir()?;
+        let open = || {
+            Tree::open(
+                TreeConfig::new(dir.path())
+                    .cache_bytes(1 << 20)
+                    .durability(mode)
+                    .checkpoint_interval(Duration::from_secs(3600))
+                    .checkpoint_log_bytes(u64::MAX)
+                    .checkpoint_held_pages(HELD_LIMIT)
+                    .storage(Arc::new(FaultyOpener {
+                        inner: disk.clone(),
+                        plan: plan.clone(),
+                    })),
+            )
+        };
+        let tree = open()?;
+        let mut pairs: Vec<([u8; 8], [u8; 40])> =
+            (0..ENTRIES).map(|i| (key(i), [3u8; 40])).collect();
+        pairs.sort_unstable();
+        tree.bulk_load(pairs)?;
+        // Every data-file write sleeps, so the kicked checkpoints' flushes run beside the
+        // writer and one is most likely in flight when the process dies.
+        plan.delay_writes(Duration::from_micros(200));
+        let updates = 1_500u32;
+        for u in 0..updates {
+            tree.put(&key(u.wrapping_mul(7919) % ENTRIES), &[9u8; 40])?;
+        }
+        assert!(
+            tree.metrics().checkpoints > 1,
+            "{mode:?}: no held-page checkpoint ran"
+        );
+        // The process dies without the closing checkpoint: what it wrote stays (the OS
+        // has it). With synced commits the power fails too: only synced bytes stay.
+        plan.fail_after_ops.store(0, Ordering::SeqCst);
+        drop(tree);
+        plan.fail_after_ops.store(-1, Ordering::SeqCst);
+        plan.delay_writes(Duration::ZERO);
+        if mode == (Durability::Wal { sync: true }) {
+            disk.crash();
+        }
+
+        let tree = open()?;
+        tree.check_integrity()?;
+        assert_eq!(tree.len(), u64::from(ENTRIES), "{mode:?}");
+        for u in 0..updates {
+            let got = tree.get(&key(u.wrapping_mul(7919) % ENTRIES))?;
+            let got = got.as_deref().ok_or(format!("{mode:?}: key {u} lost"))?;
+            match mode {
+                // Without a log a crash keeps the last durable checkpoint: each value is
+                // the old or the new one, never anything else.
+                Durability::None => assert!(got == [3u8; 40] || got == [9u8; 40], "{mode:?}"),
+                _ => assert_eq!(got, [9u8; 40], "{mode:?}: an acknowledged put was lost"),
+            }
+        }
+    }
     Ok(())
 }
