@@ -16,7 +16,9 @@
 //! 100 entries from a random stored key.
 //! The pool budget is 16 MiB with asynchronous log durability, as in the harness; misses
 //! read as `READ_PROFILE_READS` says (mapped, the default, direct, buffered or shared),
-//! and `READ_PROFILE_FILTER` gives the stored-key filter's bits a key (default 0, none).
+//! `READ_PROFILE_FILTER` gives the stored-key filter's bits a key (default 0, none), and
+//! `READ_PROFILE_HELD_PAGES` the pages awaiting a checkpoint at which one starts (default
+//! the engine's, off; `off` never).
 //! Everything is deterministic (fixed seeds). The timed loop runs under `timed`, so that
 //! `valgrind --tool=callgrind --toggle-collect='*timed*'` counts only it.
 
@@ -97,14 +99,24 @@ fn filter_bits() -> u32 {
         .unwrap_or(0)
 }
 
+/// `TreeConfig::checkpoint_held_pages` from `READ_PROFILE_HELD_PAGES`: a page count,
+/// `off` (never) or unset (the engine's default).
+fn held_pages(config: TreeConfig) -> TreeConfig {
+    match std::env::var("READ_PROFILE_HELD_PAGES").as_deref() {
+        Err(_) => config,
+        Ok("off") => config.checkpoint_held_pages(u64::MAX),
+        Ok(n) => config.checkpoint_held_pages(n.parse().expect("READ_PROFILE_HELD_PAGES")),
+    }
+}
+
 fn open(dir: &Path) -> Tree {
-    Tree::open(
+    Tree::open(held_pages(
         TreeConfig::new(dir)
             .cache_bytes(CACHE_BYTES)
             .durability(Durability::Wal { sync: false })
             .data_reads(data_reads())
             .key_filter_bits(filter_bits()),
-    )
+    ))
     .expect("open")
 }
 
@@ -373,7 +385,7 @@ fn main() {
             let m = tree.metrics().since(&before);
             let per = |x: u64| x as f64 / keys.len().max(1) as f64;
             println!(
-                "{op} on {}: {:.0} ns/op, {:.0} cpu ns/op, {:.3} page hits/op, {:.3} pages read/op, {:.3} evictions/op, {:.3} dirty write-backs/op, {:.0} bytes written/op, {} checkpoints, {:.3} minor / {:.3} major faults/op, resident {}/{} (check {})",
+                "{op} on {}: {:.0} ns/op, {:.0} cpu ns/op, {:.3} page hits/op, {:.3} pages read/op, {:.3} evictions/op, {:.3} dirty write-backs/op, {:.0} bytes written/op, {} checkpoints, file grew {} pages, {:.3} minor / {:.3} major faults/op, resident {}/{} (check {})",
                 args[2],
                 el.as_nanos() as f64 / keys.len().max(1) as f64,
                 per(cpu),
@@ -383,6 +395,7 @@ fn main() {
                 per(m.bm_dirty_writebacks),
                 per(m.bm_bytes_written),
                 m.checkpoints,
+                m.file_pages - before.file_pages,
                 per(faults_after.0 - faults_before.0),
                 per(faults_after.1 - faults_before.1),
                 m.resident_pages,

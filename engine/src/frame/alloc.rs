@@ -56,6 +56,8 @@ pub struct Allocator {
     page_count: u64,
     pending: VecDeque<Pending>,
     awaiting_checkpoint: Vec<Pending>,
+    /// Pages in `awaiting_checkpoint`: what the recoverable checkpoints keep out of use.
+    awaiting_pages: u64,
     /// The checkpoints every entry of `awaiting_checkpoint` was last found referenced by:
     /// while they stay the same, no entry can leave the list, and a commit's reclaim
     /// skips the scan (it was O(list) per commit, a third of a single put's instructions
@@ -77,6 +79,7 @@ impl Allocator {
             page_count: page_count.max(geo.pages_per_frame()),
             pending: VecDeque::new(),
             awaiting_checkpoint: Vec::new(),
+            awaiting_pages: 0,
             awaiting_checked: None,
         };
         if page_count == 0 {
@@ -96,6 +99,12 @@ impl Allocator {
     /// Pages free for reuse now.
     pub fn free_pages(&self) -> u64 {
         self.free_pages
+    }
+
+    /// Pages that no snapshot needs any more but a recoverable checkpoint still
+    /// references: only a newer checkpoint brings them back into use.
+    pub fn awaiting_checkpoint_pages(&self) -> u64 {
+        self.awaiting_pages
     }
 
     /// Allocates `n` contiguous pages, reusing free space first (lowest address that fits)
@@ -195,6 +204,7 @@ impl Allocator {
                     i += 1;
                 } else {
                     self.awaiting_checkpoint.swap_remove(i);
+                    self.awaiting_pages -= p.len;
                     out.push((p.first, p.len));
                 }
             }
@@ -208,6 +218,7 @@ impl Allocator {
             self.pending.pop_front();
             if recoverable.reference(p.created, p.freed) {
                 self.awaiting_checkpoint.push(p);
+                self.awaiting_pages += p.len;
             } else {
                 out.push((p.first, p.len));
             }
@@ -361,11 +372,14 @@ mod tests {
         let (mut a, p, q) = two_deferred((2, 5), (2, 7));
         assert!(a.reclaim(5, durable(3)).is_empty());
         assert!(a.reclaim(5, durable(3)).is_empty());
+        assert_eq!(a.awaiting_checkpoint_pages(), 1);
         assert!(a.reclaim(7, durable(3)).is_empty());
         assert!(!a.is_free(p) && !a.is_free(q));
+        assert_eq!(a.awaiting_checkpoint_pages(), 2);
         let mut freed = a.reclaim(7, durable(7));
         freed.sort_unstable();
         assert_eq!(freed, vec![(p, 1), (q, 1)]);
+        assert_eq!(a.awaiting_checkpoint_pages(), 0);
         assert!(a.reclaim(8, durable(7)).is_empty());
     }
 

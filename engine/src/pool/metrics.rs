@@ -133,6 +133,9 @@ pub struct Metrics {
     pub file_pages: u64,
     /// Pages free for reuse.
     pub free_pages: u64,
+    /// Pages that commits replaced and no reader needs, which the durable checkpoint still
+    /// references: the next checkpoint frees them.
+    pub held_pages: u64,
     /// Latest commit sequence.
     pub commit_seq: u64,
     /// Sequence of the latest durable checkpoint.

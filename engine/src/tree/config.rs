@@ -73,6 +73,8 @@ pub struct TreeConfig {
     pub(crate) background_checkpoints: bool,
     pub(crate) checkpoint_interval: Duration,
     pub(crate) checkpoint_log_bytes: u64,
+    /// None: held pages never start a checkpoint.
+    pub(crate) checkpoint_held_pages: Option<u64>,
     pub(crate) opener: Arc<dyn StorageOpener>,
 }
 
@@ -95,6 +97,7 @@ impl TreeConfig {
             background_checkpoints: true,
             checkpoint_interval: DEFAULT_CHECKPOINT_INTERVAL,
             checkpoint_log_bytes: DEFAULT_CHECKPOINT_LOG_BYTES,
+            checkpoint_held_pages: None,
             opener: Arc::new(FileOpener),
         }
     }
@@ -108,6 +111,15 @@ impl TreeConfig {
         checkpoint_interval(every: Duration) => checkpoint_interval = every;
         /// The background checkpointer runs once the log holds this many bytes.
         checkpoint_log_bytes(bytes: u64) => checkpoint_log_bytes = bytes;
+        /// The background checkpointer runs once this many pages wait for it while the
+        /// pool writes changed pages back: pages that commits replaced and no reader
+        /// needs, which the durable checkpoint still references, so that only a newer
+        /// checkpoint brings them back into use. Until then each page written back goes
+        /// to a new place and the file grows. Default: off. A quarter of the pool's pages
+        /// made swaps past the budget grow the file by a fifth as much, but the trace
+        /// replay's lookups read 4 to 9 % more pages, by when the checkpoints ran
+        /// (docs/performance.md, 2026-12-03, eighth session).
+        checkpoint_held_pages(pages: u64) => checkpoint_held_pages = Some(pages);
         /// Opens the tree's files through `opener` instead of the file system: tests pass a
         /// simulated disk or a fault injector.
         storage(opener: Arc<dyn StorageOpener>) => opener = opener;
@@ -181,6 +193,7 @@ mod tests {
             .background_checkpoints(false)
             .checkpoint_interval(Duration::from_secs(2))
             .checkpoint_log_bytes(7)
+            .checkpoint_held_pages(9)
             .page_size(8192)
             .frame_size(1 << 20)
             .scan_io(ScanIo::FullFrame)
@@ -191,6 +204,7 @@ mod tests {
         assert!(!config.background_checkpoints);
         assert_eq!(config.checkpoint_interval, Duration::from_secs(2));
         assert_eq!(config.checkpoint_log_bytes, 7);
+        assert_eq!(config.checkpoint_held_pages, Some(9));
         assert_eq!((config.page_size, config.frame_size), (8192, 1 << 20));
         assert_eq!(config.scan_io, ScanIo::FullFrame);
         assert_eq!(config.readahead_bytes, 0);

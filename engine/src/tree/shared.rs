@@ -43,6 +43,8 @@ struct Writer {
     generation: u64,
     next_slot: u8,
     freelist_pages: Vec<PageId>,
+    /// The pool's dirty write-backs when the last checkpoint was captured.
+    writebacks_at_capture: u64,
     /// The last transaction's buffers, for the next one.
     scratch: WriteScratch,
 }
@@ -76,11 +78,14 @@ pub(crate) struct Shared {
     durable_seq: AtomicU64,
     file_pages: AtomicU64,
     free_pages: AtomicU64,
+    held_pages: AtomicU64,
     wal: Wal,
     durability: Durability,
     poisoned: Mutex<Option<String>>,
     checkpointing: Mutex<()>,
     checkpoint_log_bytes: u64,
+    /// Pages held for a checkpoint at which a commit asks for one.
+    checkpoint_held_pages: u64,
     signal: Arc<Signal>,
     stats: DurabilityStats,
     /// Opens the filter file the way the tree's other files are opened.
@@ -129,6 +134,7 @@ impl Shared {
                 generation: sb.generation,
                 next_slot: opened.slot ^ 1,
                 freelist_pages: opened.freelist_pages,
+                writebacks_at_capture: 0,
                 alloc: opened.alloc,
                 scratch: WriteScratch::new(),
             }),
@@ -138,12 +144,14 @@ impl Shared {
             durable_seq: AtomicU64::new(sb.seq),
             file_pages: AtomicU64::new(sb.page_count),
             free_pages: AtomicU64::new(sb.free_pages),
+            held_pages: AtomicU64::new(0),
             pool: opened.pool,
             wal: log.wal,
             durability: config.durability,
             poisoned: Mutex::new(None),
             checkpointing: Mutex::new(()),
             checkpoint_log_bytes: config.checkpoint_log_bytes,
+            checkpoint_held_pages: config.checkpoint_held_pages.unwrap_or(u64::MAX).max(1),
             signal,
             stats: DurabilityStats {
                 torn_tails: AtomicU64::new(log.torn_tails),
@@ -295,8 +303,18 @@ impl Shared {
                 .with_key_filter(cur.key_filter.clone()),
         );
         let full = self.logging() && self.wal.pending_bytes() >= self.checkpoint_log_bytes;
+        // Replaced pages the durable checkpoint holds cannot be reused, so each changed
+        // page the pool writes back goes to a new place at the end of the file, one more
+        // page in the OS cache beside the pool. Past `checkpoint_held_pages` (off unless
+        // configured), and once the pool writes pages back (while every change stays in
+        // the pool, a checkpoint would only add writes), a checkpoint returns them; one is
+        // not asked for while one runs, which could not free them yet. The cheap tests
+        // come first: the counter sum runs only past the limit.
+        let held = w.checkpoint_in_flight.is_none()
+            && w.alloc.awaiting_checkpoint_pages() >= self.checkpoint_held_pages
+            && self.pool.counters().get(Counter::DirtyWritebacks) > w.writebacks_at_capture;
         drop(w);
-        if full {
+        if full || held {
             self.signal.kick();
         }
         if let Durability::Wal { sync: true } = self.durability {
@@ -386,6 +404,8 @@ impl Shared {
             .store(w.alloc.page_count(), Ordering::Relaxed);
         self.free_pages
             .store(w.alloc.free_pages(), Ordering::Relaxed);
+        self.held_pages
+            .store(w.alloc.awaiting_checkpoint_pages(), Ordering::Relaxed);
     }
 
     /// Loads sorted, duplicate-free pairs into the empty tree as one commit, then
@@ -485,6 +505,7 @@ impl Shared {
             height: v.height,
             file_pages: self.file_pages.load(Ordering::Relaxed),
             free_pages: self.free_pages.load(Ordering::Relaxed),
+            held_pages: self.held_pages.load(Ordering::Relaxed),
             commit_seq: v.seq,
             checkpoint_seq: self.durable_seq.load(Ordering::Relaxed),
             wal_records: self.wal.records.load(Ordering::Relaxed),
@@ -572,6 +593,7 @@ impl Shared {
         // From here until it is durable, the superblock of this checkpoint may reach the
         // disk: the pages its tree references are not reused, whatever replaces them.
         w.checkpoint_in_flight = Some(version.seq);
+        w.writebacks_at_capture = self.pool.counters().get(Counter::DirtyWritebacks);
         Ok(Some(Capture {
             seq: version.seq,
             root: version.root.as_ref().map_or(0, |p| p.id()),
