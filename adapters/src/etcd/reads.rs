@@ -143,7 +143,10 @@ impl EtcdEngine {
     }
 
     /// Pages of `batch_hint` pairs (16..=4096), each continuing after the last key of the
-    /// one before, while the server says there are more; without values when `keys_only`.
+    /// one before while the server says there are more, in the windows of [`Windows`]:
+    /// etcd 3.4 collects every key of a range from its index before it applies the limit,
+    /// so a walk with a far end first asks the start's neighbourhood. Without values when
+    /// `keys_only`.
     pub(super) fn walk_ranges(
         &self,
         start: &[u8],
@@ -161,20 +164,33 @@ impl EtcdEngine {
             None => self.space_end(),
         };
         let mut from = self.full(start);
+        let mut windows = Windows::new(&from, end_full);
         loop {
-            let mut opts = self.range_opts(end_full.clone()).with_limit(page as i64);
-            if keys_only {
-                opts = opts.with_keys_only();
-            }
-            let mut kv = self.kv.clone();
-            let resp = self.call("scan", kv.get(from.clone(), Some(opts)))?;
-            for p in resp.kvs() {
-                if !visit(self.strip(p.key()), p.value()) {
-                    return Ok(());
+            let bound = windows.bound().map(<[u8]>::to_vec);
+            let mut seen = false;
+            loop {
+                let mut opts = self.range_opts(bound.clone()).with_limit(page as i64);
+                if keys_only {
+                    opts = opts.with_keys_only();
+                }
+                let mut kv = self.kv.clone();
+                let resp = self.call("scan", kv.get(from.clone(), Some(opts)))?;
+                for p in resp.kvs() {
+                    seen = true;
+                    if !visit(self.strip(p.key()), p.value()) {
+                        return Ok(());
+                    }
+                }
+                match resp.kvs().last() {
+                    Some(p) if resp.more() => from = emul::key_successor(p.key()),
+                    _ => break,
                 }
             }
-            match resp.kvs().last() {
-                Some(p) if resp.more() => from = emul::key_successor(p.key()),
+            match bound {
+                Some(b) if !windows.is_last() => {
+                    from = b;
+                    windows.advance(seen);
+                }
                 _ => return Ok(()),
             }
         }
@@ -186,5 +202,72 @@ impl EtcdEngine {
         let mut kv = self.kv.clone();
         let resp = self.call("count", kv.get(self.full(start), Some(opts)))?;
         Ok(u64::try_from(resp.count()).unwrap_or(0))
+    }
+}
+
+/// The windows an ascending walk asks for in turn, each from where the one before ended:
+/// first up to the successor of the start less its last byte (the start's siblings at its
+/// last byte), then, after a window that held no key, the next sibling window of the same
+/// width (a listing's re-seek past a common prefix lands just past it: the next key is
+/// usually in the next sibling), and otherwise one a level wider (the successor of the
+/// window's end less its last byte), until a window would reach the walk's own end, which
+/// is the last. Each step either moves to a sibling or drops a byte, and no two sibling
+/// steps come in a row, so a walk asks for at most twice as many windows as its start has
+/// bytes, and one window when the start's neighbourhood already reaches its end (a prefix
+/// scan).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Windows {
+    /// The walk's exclusive end (`None`: the end of the key space).
+    end: Option<Vec<u8>>,
+    /// The current window's end while it is short of `end`; `None` once the window is the last.
+    narrow: Option<Vec<u8>>,
+    /// The current window is a sibling of the one before.
+    sibling: bool,
+}
+
+impl Windows {
+    /// The windows of a walk of `[start, end)`.
+    pub(super) fn new(start: &[u8], end: Option<Vec<u8>>) -> Windows {
+        let mut w = Windows {
+            end,
+            narrow: None,
+            sibling: false,
+        };
+        w.narrow = start
+            .split_last()
+            .and_then(|(_, less)| w.short_of_end(emul::prefix_successor(less)));
+        w
+    }
+
+    /// `bound` when it lies short of the walk's end.
+    fn short_of_end(&self, bound: Option<Vec<u8>>) -> Option<Vec<u8>> {
+        bound.filter(|b| self.end.as_ref().is_none_or(|e| b < e))
+    }
+
+    /// The current window's exclusive end (`None`: the end of the key space).
+    pub(super) fn bound(&self) -> Option<&[u8]> {
+        self.narrow.as_deref().or(self.end.as_deref())
+    }
+
+    /// The current window reaches the walk's end.
+    pub(super) fn is_last(&self) -> bool {
+        self.narrow.is_none()
+    }
+
+    /// Moves to the next window, after the current one was walked through; `seen`: it held
+    /// a key.
+    pub(super) fn advance(&mut self, seen: bool) {
+        let Some(at) = self.narrow.take() else {
+            return;
+        };
+        let sibling = !seen && !self.sibling;
+        let next = if sibling {
+            emul::prefix_successor(&at)
+        } else {
+            at.split_last()
+                .and_then(|(_, less)| emul::prefix_successor(less))
+        };
+        self.narrow = self.short_of_end(next);
+        self.sibling = sibling;
     }
 }

@@ -312,3 +312,169 @@ fn no_member_or_data_survives_a_sigkill() -> std::result::Result<(), Box<dyn std
     );
     Ok(())
 }
+
+/// The bounds of `w`'s windows in turn, each advanced with `seen` from `held`, until the
+/// last (at most `max` of them).
+fn window_bounds(mut w: reads::Windows, held: &[bool], max: usize) -> Vec<Option<Vec<u8>>> {
+    let mut bounds = vec![w.bound().map(<[u8]>::to_vec)];
+    let mut i = 0;
+    while !w.is_last() && bounds.len() < max {
+        w.advance(held.get(i).copied().unwrap_or(false));
+        bounds.push(w.bound().map(<[u8]>::to_vec));
+        i += 1;
+    }
+    bounds
+}
+
+fn some(b: &[u8]) -> Option<Vec<u8>> {
+    Some(b.to_vec())
+}
+
+#[test]
+fn a_walk_starts_in_its_neighbourhood_and_widens_to_its_end() {
+    // A listing's re-seek past `ds/laion/shard-00012/`: the window past it is empty, the
+    // next sibling holds shard 13.
+    let w = reads::Windows::new(b"ds/laion/shard-000120", some(b"ds/laion0"));
+    assert_eq!(
+        window_bounds(w, &[false, true, false, false], 5),
+        [
+            some(b"ds/laion/shard-00013"),
+            some(b"ds/laion/shard-00014"),
+            some(b"ds/laion/shard-0002"),
+            some(b"ds/laion/shard-0003"),
+            some(b"ds/laion/shard-001"),
+        ]
+    );
+    // A scan from a sample: keys in every window, so each is a level wider.
+    let w = reads::Windows::new(b"ds/laion/shard-00012/sample-00000042", None);
+    assert_eq!(
+        window_bounds(w, &[true, true], 3),
+        [
+            some(b"ds/laion/shard-00012/sample-0000005"),
+            some(b"ds/laion/shard-00012/sample-000001"),
+            some(b"ds/laion/shard-00012/sample-00001"),
+        ]
+    );
+    // Nothing past the start: siblings and levels alternate up to the walk's end.
+    let start = b"ds/laion/shard-000600";
+    let w = reads::Windows::new(start, some(b"ds/laion0"));
+    let bounds = window_bounds(w, &[], 1000);
+    assert_eq!(bounds.last(), Some(&some(b"ds/laion0")));
+    assert!(bounds.len() <= 2 * start.len(), "{}", bounds.len());
+    assert!(bounds.windows(2).all(|p| p[0] < p[1]), "{bounds:?}");
+    // A prefix scan: the start's neighbourhood already reaches the end, one window.
+    let w = reads::Windows::new(b"ds/laion/shard-00012/", some(b"ds/laion/shard-000120"));
+    assert_eq!(window_bounds(w, &[], 10), [some(b"ds/laion/shard-000120")]);
+    // A one-byte start and an unbounded end: one window, to the end of the key space.
+    assert_eq!(
+        window_bounds(reads::Windows::new(b"k", None), &[], 10),
+        [None]
+    );
+    // Trailing 0xFF bytes have no successor of their own: the window goes a byte up.
+    let w = reads::Windows::new(&[b'a', 0xFF, 0x05], None);
+    assert_eq!(
+        window_bounds(w, &[false, false], 10),
+        [some(b"b"), some(b"c"), None]
+    );
+}
+
+/// Scans and listings from many starts, with small and large limits, against a model, on
+/// a key set with gaps, keys that are prefixes of others and 0x00/0xFF bytes: the windows
+/// a walk narrows to lose and repeat no key.
+#[test]
+fn narrowed_walks_match_a_model() -> Result<()> {
+    use std::collections::BTreeMap;
+    let dir = tempdir()?;
+    let Some(engine) = open_or_skip(Members::One, dir.path())? else {
+        return Ok(());
+    };
+    let mut model: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
+    for shard in (0..40u32).filter(|s| s % 7 != 3) {
+        for sample in (0..30u32).filter(|i| (i * shard) % 11 != 5) {
+            let k = format!("ds/laion/shard-{shard:05}/sample-{sample:08}").into_bytes();
+            model.insert(k.clone(), k);
+        }
+    }
+    for k in [
+        &b"ds"[..],
+        b"ds/laion/shard-00003",
+        b"ds/laion/z",
+        b"dt",
+        &[0x00],
+        &[0x00, 0xFF],
+        &[b'd', b's', 0xFF],
+        &[0xFF],
+        &[0xFF, 0xFF, 0x00],
+    ] {
+        model.insert(k.to_vec(), b"v".to_vec());
+    }
+    let pairs: Vec<KvPair> = model.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    engine.bulk_load(&mut pairs.into_iter())?;
+    let keys: Vec<Vec<u8>> = model.keys().cloned().collect();
+    let mut starts: Vec<Vec<u8>> = vec![
+        Vec::new(),
+        b"ds/laion/shard-00003/".to_vec(),
+        b"ds/laion/shard-000030".to_vec(),
+        b"ds/laion/shard-00039/sample-00000029".to_vec(),
+        b"ds/laion/shard-00040".to_vec(),
+        vec![0xFF, 0xFF],
+    ];
+    for (i, k) in keys.iter().enumerate().filter(|(i, _)| i % 13 == 0) {
+        starts.push(k.clone());
+        starts.push(emul::key_successor(k));
+        let mut bumped = k.clone();
+        if let Some(b) = bumped.last_mut().filter(|b| **b < 0xFF) {
+            *b += 1;
+        }
+        starts.push(bumped);
+        if i % 2 == 0 {
+            starts.push(k[..k.len() / 2].to_vec());
+        }
+    }
+    for start in &starts {
+        for limit in [1usize, 3, 40, 1000] {
+            let mut got = Vec::new();
+            let n = engine.scan_range(start, limit, &mut |k, v| {
+                got.push((k.to_vec(), v.to_vec()));
+            })?;
+            let want: Vec<(Vec<u8>, Vec<u8>)> = model
+                .range(start.clone()..)
+                .take(limit)
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            assert_eq!(n, want.len(), "scan_range from {start:?} limit {limit}");
+            assert_eq!(got, want, "scan_range from {start:?} limit {limit}");
+        }
+    }
+    // Listings of shards from each shard on, as manifest_list asks, and of the whole space.
+    for shard in 0..42u32 {
+        let after = format!("ds/laion/shard-{shard:05}").into_bytes();
+        for (prefix, limit) in [
+            (&b"ds/laion/"[..], 20usize),
+            (b"ds/laion/", 1000),
+            (b"", 50),
+        ] {
+            let mut got = Vec::new();
+            engine.list_delimited(prefix, Some(&after), b'/', limit, &mut |item| {
+                got.push(match item {
+                    crate::api::ListItem::Key(k) => (false, k.to_vec()),
+                    crate::api::ListItem::CommonPrefix(p) => (true, p.to_vec()),
+                });
+            })?;
+            let mut want: Vec<(bool, Vec<u8>)> = Vec::new();
+            for k in model.keys().filter(|k| k.starts_with(prefix)) {
+                let item = match k[prefix.len()..].iter().position(|&b| b == b'/') {
+                    Some(i) => (true, k[..prefix.len() + i + 1].to_vec()),
+                    None => (false, k.clone()),
+                };
+                if want.last() != Some(&item) {
+                    want.push(item);
+                }
+            }
+            want.retain(|(_, b)| b.as_slice() > after.as_slice());
+            want.truncate(limit);
+            assert_eq!(got, want, "list {prefix:?} after {after:?} limit {limit}");
+        }
+    }
+    Ok(())
+}
