@@ -142,7 +142,9 @@ fn bench(c: &mut Criterion) {
             let native = caps.native_longest_prefix;
             for (w, v) in plan {
                 if w == Workload::ManifestCas {
-                    if let Some(why) = run::durability_not_offered(kind, &caps, o.durability) {
+                    if let Some(why) =
+                        run::durability_not_offered(kind, caps.durability, o.durability)
+                    {
                         results.records.push(Record {
                             status: Status::Unsupported,
                             note: Some(why),

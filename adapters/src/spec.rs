@@ -1,6 +1,6 @@
 //! Naming and opening engines: [`EngineKind`] and [`open`].
 
-use crate::api::{KvEngine, OpenOptions};
+use crate::api::{Durability, KvEngine, OpenOptions};
 use crate::error::{Error, Result};
 use std::fmt;
 use std::path::Path;
@@ -93,6 +93,17 @@ impl EngineKind {
             self,
             EngineKind::Postgres | EngineKind::Etcd | EngineKind::Etcd1
         )
+    }
+
+    /// The durability modes the engine offers, as its `capabilities().durability` says,
+    /// known before it is opened: etcd fsyncs every commit and has no other mode, so the
+    /// runner records its other modes without starting a cluster (the conformance suite
+    /// checks that the two agree).
+    pub const fn durabilities(self) -> &'static [Durability] {
+        match self {
+            EngineKind::Etcd | EngineKind::Etcd1 => &[Durability::Sync],
+            _ => &Durability::ALL,
+        }
     }
 
     /// The engine kinds this build can open.

@@ -88,6 +88,12 @@ fn run_kind(kind: EngineKind) -> TestResult {
         return Ok(());
     };
     assert_eq!(engine.name(), kind.name());
+    assert_eq!(
+        engine.capabilities().durability,
+        kind.durabilities(),
+        "{}: capabilities against EngineKind::durabilities",
+        kind.name()
+    );
     conformance(engine.as_ref())?;
     concurrent_cas(engine.as_ref())?;
     drop(engine);

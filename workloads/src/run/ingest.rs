@@ -427,7 +427,7 @@ fn unsupported_ingest(
     let caps = s.engine().map(|e| e.capabilities());
     let note = caps
         .ok()
-        .and_then(|caps| super::durability_not_offered(s.kind(), &caps, d.durability()))
+        .and_then(|caps| super::durability_not_offered(s.kind(), caps.durability, d.durability()))
         .unwrap_or_else(|| format!("{CANNOT_SWITCH} ({run:?}), not at {} durability", d.name()));
     let mut out = Vec::new();
     for r in IngestReaders::ALL {

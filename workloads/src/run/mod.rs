@@ -526,7 +526,7 @@ pub(crate) fn run_engine(
     let native = caps.native_longest_prefix;
     for &w in wanted.iter().filter(|&&w| w != Workload::BulkLoad) {
         if w == Workload::ManifestCas {
-            if let Some(why) = durability_not_offered(kind, &caps, o.durability) {
+            if let Some(why) = durability_not_offered(kind, caps.durability, o.durability) {
                 out.push(Record {
                     status: Status::Unsupported,
                     note: Some(why),

@@ -2,7 +2,7 @@
 //! it cannot hold ([`NotLoaded`]), a durability it does not offer, and an engine whose
 //! server failed mid-run (its remaining records are errors; the run goes on).
 
-use aimeta_adapters::{Capabilities, Durability, EngineKind};
+use aimeta_adapters::{Durability, EngineKind};
 use aimeta_reports::{Record, Status};
 
 use super::{base_record, ingest, Planned, RunError, RunOptions};
@@ -76,14 +76,13 @@ pub(crate) fn failed_records(
 /// (etcd fsyncs every commit), so its writes there would be another mode's numbers.
 pub fn durability_not_offered(
     kind: EngineKind,
-    caps: &Capabilities,
+    offered: &[Durability],
     d: Durability,
 ) -> Option<String> {
-    if caps.durability.contains(&d) {
+    if offered.contains(&d) {
         return None;
     }
-    let offered: Vec<String> = caps
-        .durability
+    let offered: Vec<String> = offered
         .iter()
         .map(|d| format!("{d:?}").to_lowercase())
         .collect();
@@ -100,7 +99,7 @@ pub fn durability_not_offered(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use aimeta_adapters::Error;
+    use aimeta_adapters::{Capabilities, Error};
 
     #[test]
     fn a_dead_member_is_a_fault_of_its_engine_only() {
@@ -125,15 +124,12 @@ mod tests {
 
     #[test]
     fn only_a_missing_durability_is_named() {
-        let sync_only = Capabilities {
-            durability: &[Durability::Sync],
-            ..Capabilities::emulated(false, None)
-        };
+        let sync_only = EngineKind::Etcd.durabilities();
         assert_eq!(
-            durability_not_offered(EngineKind::Etcd, &sync_only, Durability::Sync),
+            durability_not_offered(EngineKind::Etcd, sync_only, Durability::Sync),
             None
         );
-        let why = durability_not_offered(EngineKind::Etcd, &sync_only, Durability::Async);
+        let why = durability_not_offered(EngineKind::Etcd, sync_only, Durability::Async);
         assert!(
             why.as_deref()
                 .is_some_and(|w| w.starts_with("etcd has no async durability")
@@ -142,7 +138,7 @@ mod tests {
         );
         let all = Capabilities::emulated(false, None);
         assert_eq!(
-            durability_not_offered(EngineKind::Lmdb, &all, Durability::None),
+            durability_not_offered(EngineKind::Lmdb, all.durability, Durability::None),
             None
         );
     }

@@ -252,6 +252,12 @@ impl Replay<'_> {
     fn run_in(&self, dir: &Path, progress: &dyn Progress) -> Result<Record, RunError> {
         let o = self.o;
         let schedule = self.schedule;
+        // Known before the engine is opened: a mode etcd lacks starts no cluster.
+        if let Some(why) =
+            super::durability_not_offered(self.kind, self.kind.durabilities(), o.durability)
+        {
+            return Ok(self.not_measured(Status::Unsupported, why));
+        }
         // The replay's inputs (arrivals, chained keys) are the harness's, built outside
         // the cgroup; in cgroup mode the engine's own cache is allocated inside it.
         let inputs = ReplayInputs::new(schedule, self.method, self.threads);
@@ -276,7 +282,7 @@ impl Replay<'_> {
         };
         let engine: &dyn KvEngine = engine.as_ref();
         let caps = engine.capabilities();
-        if let Some(why) = super::durability_not_offered(self.kind, &caps, o.durability) {
+        if let Some(why) = super::durability_not_offered(self.kind, caps.durability, o.durability) {
             return Ok(self.not_measured(Status::Unsupported, why));
         }
         if self.method.lpm_method() == Some(aimeta_adapters::LpmMethod::Native)
