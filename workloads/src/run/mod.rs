@@ -24,8 +24,10 @@ use aimeta_reports::{Dataset, Provenance, Record, Results, RunConfig, Status, SC
 
 pub use error::RunError;
 pub use ingest::{IngestDurability, IngestReaders};
-pub use not_measured::{durability_not_offered, NotLoaded};
-use not_measured::{engine_fault, failed_records};
+pub use not_measured::{
+    durability_not_offered, measurement_budget, NotLoaded, ETCD_MEASUREMENT_BUDGET,
+};
+use not_measured::{engine_fault, failed_records, project, Projection};
 pub use preflight::{available_memory_bytes, check_room, free_disk_bytes, store_bytes_estimate};
 pub use session::{base_record, full_frame_variants, variants, workload_seed, Measured, Session};
 pub use sweep::{
@@ -546,6 +548,21 @@ pub(crate) fn run_engine(
             }
             let (warm, ops) = counts(o, w);
             let _guard = enter_budget(o, &mut s)?;
+            let warmed = match measurement_budget(kind) {
+                Some(budget) => match project(&mut s, (w, v), (warm, ops), budget)? {
+                    Projection::Within { warmed } => warmed,
+                    Projection::Past(why) => {
+                        progress.note(&format!("{} not measured: {why}", ds.name));
+                        out.push(Record {
+                            status: Status::Unsupported,
+                            note: Some(why),
+                            ..base_record(w, &ds.name, kind, v)
+                        });
+                        continue;
+                    }
+                },
+                None => 0,
+            };
             progress.begin(
                 &format!(
                     "{} {} {} {}",
@@ -556,7 +573,7 @@ pub(crate) fn run_engine(
                 ),
                 ops,
             );
-            s.measure(w, v, warm, ops, progress)?;
+            s.measure_from(w, v, warmed, warm, ops, progress)?;
             progress.end();
         }
     }

@@ -642,7 +642,20 @@ impl Session {
         ops: u64,
         progress: &dyn Progress,
     ) -> Result<(), RunError> {
-        for i in 0..warmup {
+        self.measure_from(w, variant, 0, warmup, ops, progress)
+    }
+
+    /// [`Session::measure`] after the first `warmed` of its `warmup` operations already ran.
+    pub(crate) fn measure_from(
+        &mut self,
+        w: Workload,
+        variant: Option<Variant>,
+        warmed: u64,
+        warmup: u64,
+        ops: u64,
+        progress: &dyn Progress,
+    ) -> Result<(), RunError> {
+        for i in warmed..warmup {
             self.op(w, variant, i)?;
         }
         // A parallel workload runs in one call: each call starts its threads, and a
