@@ -20,7 +20,9 @@
 //! emulations; `seek_le` is a range up to the key sorted by key descending with limit 1.
 //! etcd 3.4 sorts such a range in full before it applies the limit, so the range is bounded
 //! below, first by the key less its last byte, then by shorter and shorter prefixes (the
-//! stripped length doubling) and last by the smallest key.
+//! stripped length doubling) and last by the smallest key. It also collects every key of
+//! an ascending range before it applies the limit, so walks ask their start's
+//! neighbourhood first and widen ([`reads::Windows`]).
 //!
 //! Reads are linearizable (a quorum read through the leader) unless
 //! `OpenOptions::read_consistency` asks for serializable ones (served by the member asked).
@@ -519,8 +521,8 @@ impl KvEngine for EtcdEngine {
     /// has grown to (`txReadBuffer.unsafeCopy` copies every bucket's whole slice, not the
     /// entries in use), and a bucket keeps that length until a commit writes nothing to it.
     /// After a bulk load of 65,536-put transactions every point get copied 3 to 5 MB and
-    /// took 4.6 to 6.7 ms on 600 k keys here, against 0.6 to 1.2 ms after such a commit
-    /// (docs/fairness.md). So a checkpoint makes that commit: a lease granted and revoked
+    /// took 4.0 to 6.7 ms on 600 k keys here, against 0.3 to 1.0 ms after such a commit
+    /// (docs/fairness.md; `cargo run --release -p aimeta-adapters --example etcd_ranges`). So a checkpoint makes that commit: a lease granted and revoked
     /// writes only etcd's lease bucket, and the wait lets the backend commit each (its
     /// batch interval is 100 ms). No key and no revision changes.
     fn checkpoint(&self) -> Result<()> {
