@@ -57,6 +57,7 @@ fn bad_names_and_paths_get_one_line_and_exit_2() -> Result<(), Box<dyn std::erro
     one_line_exit_2(&["run", "--workloads", "manifest_scna"], "unknown workload")?;
     one_line_exit_2(&["run", "--budget-mode", "magic"], "unknown budget mode")?;
     one_line_exit_2(&["run", "--durability", "maybe"], "unknown durability")?;
+    one_line_exit_2(&["run", "--ops", "0"], "--ops 0 measures nothing")?;
     one_line_exit_2(
         &["run", "--out", "/proc/no-such-dir/results.json"],
         "cannot",
