@@ -103,6 +103,35 @@ impl Cursor {
         }
     }
 
+    /// A cursor like [`Cursor::new`] that uses `path` and `key` (emptied) as its buffers:
+    /// ones a finished scan handed back through [`Cursor::take_buffers`].
+    pub fn with_buffers(
+        pool: Arc<BufferPool>,
+        version: Arc<Version>,
+        access: Access,
+        readahead_max_pages: usize,
+        mut path: Vec<(Arc<Page>, usize)>,
+        mut key: Vec<u8>,
+    ) -> Self {
+        path.clear();
+        key.clear();
+        Cursor {
+            path,
+            key,
+            ..Cursor::new(pool, version, access, readahead_max_pages)
+        }
+    }
+
+    /// Leaves the cursor without an entry and hands out its path (emptied: the pages it
+    /// held are released), its key buffer and its bounds, for another cursor to reuse.
+    #[allow(clippy::type_complexity)]
+    pub fn take_buffers(&mut self) -> (Vec<(Arc<Page>, usize)>, Vec<u8>, Option<ScanBounds>) {
+        self.leave_leaf();
+        let mut path = std::mem::take(&mut self.path);
+        path.clear();
+        (path, std::mem::take(&mut self.key), self.bounds.take())
+    }
+
     /// True when the cursor is on an entry.
     #[inline]
     pub fn valid(&self) -> bool {

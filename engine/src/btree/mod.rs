@@ -17,7 +17,9 @@ mod write;
 pub use bulk::bulk_load;
 pub use check::{check_tree, CheckReport};
 pub use cursor::{Cursor, ScanBounds};
-pub use keys::{prefix_successor, KeyItem, ListState};
+#[cfg(test)]
+pub use keys::prefix_successor;
+pub use keys::{KeyItem, ListState};
 pub use limits::{check_delete_key, check_key, check_value, MAX_KEY_LEN, MAX_VALUE_LEN};
 pub use lpm::longest_prefix_in;
 pub use read::{count_range, get_value, leaf_page_of, read_value};

@@ -3,7 +3,8 @@
 use std::ops::Bound;
 
 use super::builder::{into_iter_by_iter, setters};
-use super::scan::{prefix_end, ScanSource};
+use super::scan::{prefix_end, recycle, ScanSource};
+use super::spare;
 use crate::btree::{Cursor, KeyItem, ListState};
 use crate::error::Result;
 
@@ -30,11 +31,11 @@ impl KeysBuilder {
 
     setters! {
         /// Only keys starting with `p`.
-        prefix(p: impl AsRef<[u8]>) => prefix = p.as_ref().to_vec();
+        prefix(p: impl AsRef<[u8]>) => prefix = spare::copy(p.as_ref());
         /// Roll keys up at the first `d` after the prefix.
         delimiter(d: u8) => delimiter = Some(d);
         /// Only items greater than `k` (pass the last item of a page to continue).
-        start_after(k: impl AsRef<[u8]>) => start_after = Some(k.as_ref().to_vec());
+        start_after(k: impl AsRef<[u8]>) => start_after = Some(spare::copy(k.as_ref()));
         /// At most `n` items.
         limit(n: usize) => limit = Some(n);
     }
@@ -42,7 +43,9 @@ impl KeysBuilder {
     /// Starts the listing.
     pub fn iter(self) -> Keys {
         let hi = prefix_end(&self.prefix);
-        let cursor = self.source.cursor(Bound::Included(self.prefix.clone()), hi);
+        let cursor = self
+            .source
+            .cursor(Bound::Included(spare::copy(&self.prefix)), hi);
         Keys {
             cursor,
             state: ListState::new(self.prefix, self.delimiter, self.start_after),
@@ -61,6 +64,17 @@ pub struct Keys {
     state: ListState,
     left: Option<usize>,
     failed: bool,
+}
+
+/// A listing's buffers go to the next scan on this thread, as a range scan's do.
+impl Drop for Keys {
+    fn drop(&mut self) {
+        recycle(&mut self.cursor);
+        spare::give(std::mem::take(&mut self.state.prefix));
+        if let Some(sa) = self.state.start_after.take() {
+            spare::give(sa);
+        }
+    }
 }
 
 impl Iterator for Keys {

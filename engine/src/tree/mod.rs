@@ -14,6 +14,7 @@ mod readable;
 mod scan;
 mod shared;
 mod snapshot;
+mod spare;
 
 pub use batch::WriteBatch;
 pub use config::{Durability, TreeConfig};

@@ -3,7 +3,8 @@
 use std::ops::{Bound, RangeBounds};
 
 use super::builder::{into_iter_by_iter, setters};
-use super::scan::{prefix_end, ScanSource};
+use super::scan::{prefix_end, recycle, ScanSource};
+use super::spare;
 use crate::btree::{read_value, Cursor};
 use crate::error::Result;
 use crate::page::ValueCell;
@@ -22,19 +23,19 @@ pub struct RangeBuilder {
 /// The tighter of two bounds on the same side of a range: of two lower bounds (`lower`)
 /// the higher one, of two upper bounds the lower one; an excluded key beats the same key
 /// included.
+/// The other one's key goes back to the thread's spare buffers.
 fn tighter(a: Bound<Vec<u8>>, b: Bound<Vec<u8>>, lower: bool) -> Bound<Vec<u8>> {
-    match (&a, &b) {
-        (Bound::Unbounded, _) => b,
-        (_, Bound::Unbounded) => a,
+    let a_wins = match (&a, &b) {
+        (Bound::Unbounded, _) => false,
+        (_, Bound::Unbounded) => true,
         (Bound::Included(x) | Bound::Excluded(x), Bound::Included(y) | Bound::Excluded(y)) => {
             let beyond = if lower { x > y } else { x < y };
-            if beyond || (x == y && matches!(a, Bound::Excluded(_))) {
-                a
-            } else {
-                b
-            }
+            beyond || (x == y && matches!(a, Bound::Excluded(_)))
         }
-    }
+    };
+    let (kept, dropped) = if a_wins { (a, b) } else { (b, a) };
+    spare::give_bound(dropped);
+    kept
 }
 
 impl RangeBuilder {
@@ -51,15 +52,15 @@ impl RangeBuilder {
 
     setters! {
         /// Only keys starting with `p`.
-        prefix(p: impl AsRef<[u8]>) => prefix = Some(p.as_ref().to_vec());
+        prefix(p: impl AsRef<[u8]>) => prefix = Some(spare::copy(p.as_ref()));
         /// Keys >= `k`.
-        from(k: impl AsRef<[u8]>) => lo = Bound::Included(k.as_ref().to_vec());
+        from(k: impl AsRef<[u8]>) => lo = Bound::Included(spare::copy(k.as_ref()));
         /// Keys > `k`.
-        after(k: impl AsRef<[u8]>) => lo = Bound::Excluded(k.as_ref().to_vec());
+        after(k: impl AsRef<[u8]>) => lo = Bound::Excluded(spare::copy(k.as_ref()));
         /// Keys <= `k`.
-        to(k: impl AsRef<[u8]>) => hi = Bound::Included(k.as_ref().to_vec());
+        to(k: impl AsRef<[u8]>) => hi = Bound::Included(spare::copy(k.as_ref()));
         /// Keys < `k`.
-        until(k: impl AsRef<[u8]>) => hi = Bound::Excluded(k.as_ref().to_vec());
+        until(k: impl AsRef<[u8]>) => hi = Bound::Excluded(spare::copy(k.as_ref()));
         /// Descending order.
         rev() => rev = true;
         /// At most `n` entries.
@@ -68,8 +69,8 @@ impl RangeBuilder {
 
     /// Keys within `r` (`a..b`, `a..=b`, `..`, with byte-slice ends).
     pub fn bounds<K: AsRef<[u8]>, R: RangeBounds<K>>(mut self, r: R) -> Self {
-        self.lo = r.start_bound().map(|k| k.as_ref().to_vec());
-        self.hi = r.end_bound().map(|k| k.as_ref().to_vec());
+        self.lo = r.start_bound().map(|k| spare::copy(k.as_ref()));
+        self.hi = r.end_bound().map(|k| spare::copy(k.as_ref()));
         self
     }
 
@@ -80,7 +81,9 @@ impl RangeBuilder {
             hi = tighter(hi, prefix_end(&p), false);
             lo = tighter(lo, Bound::Included(p), true);
         }
-        let mut cursor = self.source.cursor(lo.clone(), hi.clone());
+        let mut cursor = self
+            .source
+            .cursor(spare::copy_bound(&lo), spare::copy_bound(&hi));
         cursor.remaining = self.limit.map(|n| n as u64);
         Range {
             cursor,
@@ -90,9 +93,9 @@ impl RangeBuilder {
             left: self.limit,
             started: false,
             done: false,
-            value: Vec::new(),
+            value: spare::bytes(),
             leaf_checked: None,
-            edge: Vec::new(),
+            edge: spare::bytes(),
         }
     }
 }
@@ -216,6 +219,18 @@ impl Range {
                 Ok(None)
             }
         }
+    }
+}
+
+/// A scan's buffers go to the next scan on this thread: one in steady state allocates
+/// nothing (`engine/tests/no_alloc_reads.rs`).
+impl Drop for Range {
+    fn drop(&mut self) {
+        recycle(&mut self.cursor);
+        spare::give_bound(std::mem::replace(&mut self.lo, Bound::Unbounded));
+        spare::give_bound(std::mem::replace(&mut self.hi, Bound::Unbounded));
+        spare::give(std::mem::take(&mut self.value));
+        spare::give(std::mem::take(&mut self.edge));
     }
 }
 

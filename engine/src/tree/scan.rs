@@ -4,7 +4,8 @@
 use std::ops::Bound;
 use std::sync::Arc;
 
-use crate::btree::{prefix_successor, Cursor, ScanBounds, Version};
+use super::spare;
+use crate::btree::{Cursor, ScanBounds, Version};
 use crate::pool::{Access, BufferPool};
 
 /// The pool, the version and the readahead cap a range scan or a listing reads with.
@@ -28,19 +29,44 @@ impl ScanSource {
         }
     }
 
-    /// A cursor over the keys within `lo..hi`, reading pages as a walk (with readahead).
+    /// A cursor over the keys within `lo..hi`, reading pages as a walk (with readahead),
+    /// on buffers a finished scan of this thread left (see [`recycle`]).
     pub(crate) fn cursor(self, lo: Bound<Vec<u8>>, hi: Bound<Vec<u8>>) -> Cursor {
-        let mut cursor = Cursor::new(self.pool, self.version, Access::Walk, self.readahead_pages);
+        let mut cursor = Cursor::with_buffers(
+            self.pool,
+            self.version,
+            Access::Walk,
+            self.readahead_pages,
+            spare::path(),
+            spare::bytes(),
+        );
         cursor.bounds = Some(ScanBounds { lo, hi });
         cursor
     }
 }
 
+/// Hands a finished scan's cursor buffers (path, key, bounds) to the next scan on this
+/// thread; the cursor is left without an entry.
+pub(crate) fn recycle(cursor: &mut Cursor) {
+    let (path, key, bounds) = cursor.take_buffers();
+    spare::give_path(path);
+    spare::give(key);
+    if let Some(b) = bounds {
+        spare::give_bound(b.lo);
+        spare::give_bound(b.hi);
+    }
+}
+
 /// The exclusive upper bound of the keys that start with `prefix` (unbounded when no key
 /// is above them all, as for an empty prefix or one of 0xFF bytes only).
+/// The successor is `btree::prefix_successor`'s, built in a spare buffer.
 pub(crate) fn prefix_end(prefix: &[u8]) -> Bound<Vec<u8>> {
-    match prefix_successor(prefix) {
-        Some(s) => Bound::Excluded(s),
+    match prefix.iter().rposition(|&b| b != 0xFF) {
+        Some(end) => {
+            let mut s = spare::copy(&prefix[..=end]);
+            s[end] += 1;
+            Bound::Excluded(s)
+        }
         None => Bound::Unbounded,
     }
 }
@@ -55,5 +81,10 @@ mod tests {
         assert_eq!(prefix_end(b"a\xff\xff"), Bound::Excluded(b"b".to_vec()));
         assert_eq!(prefix_end(b"\xff\xff"), Bound::Unbounded);
         assert_eq!(prefix_end(b""), Bound::Unbounded);
+        assert_eq!(
+            prefix_end(b"k\x00\xfe"),
+            Bound::Excluded(b"k\x00\xff".to_vec())
+        );
+        assert_eq!(prefix_end(b"\xff"), Bound::Unbounded);
     }
 }

@@ -310,9 +310,7 @@ impl Shared {
         // the pool, a checkpoint would only add writes), a checkpoint returns them; one is
         // not asked for while one runs, which could not free them yet. The cheap tests
         // come first: the counter sum runs only past the limit.
-        let held = w.checkpoint_in_flight.is_none()
-            && w.alloc.awaiting_checkpoint_pages() >= self.checkpoint_held_pages
-            && self.pool.counters().get(Counter::DirtyWritebacks) > w.writebacks_at_capture;
+        let held = w.checkpoint_in_flight.is_none() && self.held_pages_call_for_checkpoint(&w);
         drop(w);
         if full || held {
             self.signal.kick();
@@ -324,6 +322,13 @@ impl Shared {
             }
         }
         Ok(r)
+    }
+
+    /// True when the pages held for a checkpoint pass `checkpoint_held_pages` and the pool
+    /// has written pages back since the last capture (see the commit path).
+    fn held_pages_call_for_checkpoint(&self, w: &Writer) -> bool {
+        w.alloc.awaiting_checkpoint_pages() >= self.checkpoint_held_pages
+            && self.pool.counters().get(Counter::DirtyWritebacks) > w.writebacks_at_capture
     }
 
     /// Re-applies a logged commit during open.
@@ -552,7 +557,13 @@ impl Shared {
             w.alloc.release(p, 1);
         }
         self.reclaim(&mut w);
+        // Commits do not ask while a checkpoint runs; pages replaced meanwhile under this
+        // one may already pass the limit, and no later commit need come to ask.
+        let again = self.held_pages_call_for_checkpoint(&w);
         drop(w);
+        if again {
+            self.signal.kick();
+        }
         self.stats.checkpoints.fetch_add(1, Ordering::Relaxed);
         if let Some(f) = &cap.key_filter {
             self.write_key_filter(f, cap.seq);
