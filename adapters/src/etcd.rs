@@ -224,7 +224,9 @@ impl EtcdEngine {
         match self.rt.block_on(f) {
             Ok(t) => Ok(t),
             Err(e) => {
-                self.alive()?;
+                if let Some(c) = &self.cluster {
+                    c.check_alive_now()?;
+                }
                 Err(Error::backend(self.name, operation, e))
             }
         }

@@ -30,6 +30,9 @@ use std::time::Duration;
 
 /// How often the monitor looks at the members' processes.
 const MONITOR_PERIOD: Duration = Duration::from_millis(50);
+/// How long a failed request waits for a member's exit to become visible before it is
+/// reported as the request's own error.
+const DEATH_GRACE: Duration = Duration::from_millis(500);
 
 /// The cleanup watchdog; `$1` is the cluster's directory.
 const WATCHDOG: &str = r#"trap '' INT HUP TERM
@@ -377,6 +380,22 @@ impl EtcdCluster {
         })
     }
 
+    /// After a request failed: looks at the members' processes now, for up to
+    /// [`DEATH_GRACE`], and fails with [`Error::EtcdMemberDied`] if one has exited. A
+    /// member killed mid-request resets its connection before the monitor's next poll, and
+    /// its process may take a moment to become a zombie after that.
+    pub(crate) fn check_alive_now(&self) -> Result<()> {
+        let deadline = std::time::Instant::now() + DEATH_GRACE;
+        loop {
+            if record_death(&self.members, &self.dead, &self.death)
+                || std::time::Instant::now() >= deadline
+            {
+                return self.check_alive();
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
     fn start_monitor(&mut self) {
         let (tx, rx) = mpsc::channel::<()>();
         let members = Arc::clone(&self.members);
@@ -389,23 +408,7 @@ impl EtcdCluster {
                     Err(RecvTimeoutError::Timeout) => {}
                     Ok(()) | Err(RecvTimeoutError::Disconnected) => return,
                 }
-                let Ok(mut members) = members.lock() else {
-                    return;
-                };
-                for m in members.iter_mut() {
-                    let status = match m.child.as_mut().map(Child::try_wait) {
-                        Some(Ok(Some(status))) => status.to_string(),
-                        Some(Err(e)) => e.to_string(),
-                        _ => continue,
-                    };
-                    if let Ok(mut d) = death.lock() {
-                        *d = Some(Death {
-                            member: m.describe(),
-                            status,
-                            log_tail: log_tail(&m.log),
-                        });
-                    }
-                    dead.store(true, Ordering::Release);
+                if record_death(&members, &dead, &death) {
                     return;
                 }
             });
@@ -413,6 +416,40 @@ impl EtcdCluster {
             self.monitor = Some((tx, handle));
         }
     }
+}
+
+/// Records the first member found exited (with its log's tail) and sets `dead`; true when
+/// one has exited, now or before.
+fn record_death(
+    members: &Mutex<Vec<Member>>,
+    dead: &AtomicBool,
+    death: &Mutex<Option<Death>>,
+) -> bool {
+    if dead.load(Ordering::Acquire) {
+        return true;
+    }
+    let Ok(mut members) = members.lock() else {
+        return false;
+    };
+    for m in members.iter_mut() {
+        let status = match m.child.as_mut().map(Child::try_wait) {
+            Some(Ok(Some(status))) => status.to_string(),
+            Some(Err(e)) => e.to_string(),
+            _ => continue,
+        };
+        if let Ok(mut d) = death.lock() {
+            if d.is_none() {
+                *d = Some(Death {
+                    member: m.describe(),
+                    status,
+                    log_tail: log_tail(&m.log),
+                });
+            }
+        }
+        dead.store(true, Ordering::Release);
+        return true;
+    }
+    false
 }
 
 impl Drop for EtcdCluster {
