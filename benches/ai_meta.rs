@@ -1,12 +1,11 @@
-//! `cargo bench --bench ai_meta`: every engine (etcd's two only when asked for) on every
-//! ai_meta workload, as criterion benchmark groups per workload with
+//! `cargo bench --bench ai_meta`: every engine on every ai_meta workload, as criterion benchmark groups per workload with
 //! `engine[/variant]/dataset` ids. Stores are loaded outside the timed part; criterion's
 //! iter_custom times only the operations, and every operation's latency also goes into the
 //! harness's own histograms, written at the end as the project's results JSON (criterion's
 //! files are private to criterion).
 //!
 //! Environment: AI_META_SCALE (ci, quick (default), seed), AI_META_ENGINES (comma list, or
-//! `all`; default: every engine of the build but etcd and etcd-1, see `default_engines`),
+//! `all`, the default: every engine of the build),
 //! AI_META_OUT (results path, default target/ai_meta/results-<scale>.json),
 //! AI_META_WORK_DIR (where stores are built, default /var/tmp/ai-meta-work).
 //! Filters work as usual: `cargo bench --bench ai_meta -- manifest_scan`.
@@ -41,7 +40,7 @@ fn options() -> Result<RunOptions, String> {
             .split(',')
             .map(|n| n.parse::<EngineKind>().map_err(|e| e.to_string()))
             .collect::<Result<_, _>>()?,
-        Err(_) => default_engines(),
+        Err(_) => EngineKind::enabled(),
     };
     Ok(RunOptions {
         scale,
@@ -62,18 +61,6 @@ fn options() -> Result<RunOptions, String> {
         device_floor: false,
         command: format!("cargo bench --bench ai_meta (scale {})", scale.name),
     })
-}
-
-/// The engines of a plain `cargo bench`: every engine this build has but etcd's two, whose
-/// throwaway clusters and loopback round trips (0.3 to 80 ms an operation) add about 7.5
-/// minutes to the criterion groups' 20 (`AI_META_ENGINES=etcd,etcd-1` took 9 minutes on two
-/// cores, 1.5 of them compiling); `AI_META_ENGINES=all`, or a list that names `etcd` and
-/// `etcd-1`, includes them.
-fn default_engines() -> Vec<EngineKind> {
-    EngineKind::enabled()
-        .into_iter()
-        .filter(|k| !matches!(k, EngineKind::Etcd | EngineKind::Etcd1))
-        .collect()
 }
 
 /// The criterion filter, if one was given (the first argument that is not a flag).
