@@ -91,8 +91,13 @@ fn replaced_pages_past_the_limit_come_back_through_a_checkpoint() -> TestResult 
     let control_grown = update_spread(&control, false)?;
     assert_eq!(control.metrics().checkpoints, control_checkpoints);
     assert!(control.metrics().held_pages > 10 * HELD_LIMIT);
+    // The file grows in whole frames of 128 pages. Without checkpoints it grows by about
+    // one page per leaf changed (6 frames here); with them by one frame, or by two when a
+    // checkpoint that started before the limit was passed is still running as the writer
+    // goes on (the pages it did not see wait for the next one): seen once in a CI run.
+    // Half the control's growth still fails when no checkpoint gives pages back.
     assert!(
-        grown * 4 < control_grown,
+        grown * 2 < control_grown,
         "the file grew by {grown} pages with checkpoints at {HELD_LIMIT} held pages, \
          {control_grown} without"
     );
