@@ -526,6 +526,8 @@ pub(crate) fn run_engine(
     }
     let caps = s.engine()?.capabilities();
     let native = caps.native_longest_prefix;
+    // Measurements shortened to fit their time budget, and the note each record gets.
+    let mut shortened: Vec<(Record, String)> = Vec::new();
     for &w in wanted.iter().filter(|&&w| w != Workload::BulkLoad) {
         if w == Workload::ManifestCas {
             if let Some(why) = durability_not_offered(kind, caps.durability, o.durability) {
@@ -548,20 +550,20 @@ pub(crate) fn run_engine(
             }
             let (warm, ops) = counts(o, w);
             let _guard = enter_budget(o, &mut s)?;
-            let warmed = match measurement_budget(kind) {
+            let (warmed, warm, ops) = match measurement_budget(kind) {
                 Some(budget) => match project(&mut s, (w, v), (warm, ops), budget)? {
-                    Projection::Within { warmed } => warmed,
-                    Projection::Past(why) => {
-                        progress.note(&format!("{} not measured: {why}", ds.name));
-                        out.push(Record {
-                            status: Status::Unsupported,
-                            note: Some(why),
-                            ..base_record(w, &ds.name, kind, v)
-                        });
-                        continue;
+                    Projection::Within { warmed } => (warmed, warm, ops),
+                    Projection::Shortened {
+                        warmed,
+                        ops: short,
+                        note,
+                    } => {
+                        progress.note(&format!("{} {}: {note}", kind.name(), ds.name));
+                        shortened.push((base_record(w, &ds.name, kind, v), note));
+                        (warmed, warmed, short)
                     }
                 },
-                None => 0,
+                None => (0, warm, ops),
             };
             progress.begin(
                 &format!(
@@ -577,7 +579,16 @@ pub(crate) fn run_engine(
             progress.end();
         }
     }
-    out.extend(s.records());
+    out.extend(s.records().into_iter().map(|mut r| {
+        let same = |(b, _): &&(Record, String)| b.workload == r.workload && b.variant == r.variant;
+        if let Some((_, note)) = shortened.iter().find(same) {
+            r.note = Some(match r.note.take() {
+                Some(own) => format!("{own}; {note}"),
+                None => note.clone(),
+            });
+        }
+        r
+    }));
     out.extend(ingest::measure_writes(o, &mut s, p, &wanted, progress)?);
     drop(s);
     let full_frame: Vec<(Workload, Variant)> = wanted

@@ -1,6 +1,7 @@
-//! Records of what was not measured, and why: an engine this machine lacks or a data set
-//! it cannot hold ([`NotLoaded`]), a durability it does not offer, and an engine whose
-//! server failed mid-run (its remaining records are errors; the run goes on).
+//! Records of what was not measured, or not in full, and why: an engine this machine lacks
+//! or a data set it cannot hold ([`NotLoaded`]), a durability it does not offer, an engine
+//! whose server failed mid-run (its remaining records are errors; the run goes on), and an
+//! etcd measurement shortened to fit its time budget.
 
 use std::time::{Duration, Instant};
 
@@ -104,6 +105,8 @@ pub const ETCD_MEASUREMENT_BUDGET: Duration = Duration::from_secs(8 * 60);
 const PROBE_SETTLE: u64 = 10;
 /// Warm-up operations timed to project a measurement.
 const PROBE_OPS: u64 = 20;
+/// The fewest timed operations a shortened measurement keeps, whatever their cost.
+const MIN_SHORTENED_OPS: u64 = 100;
 
 /// How long one measurement of `kind` may take, if it is bounded: etcd's only. etcd 3.4
 /// collects every key of a range from its index before it applies the limit (etcd-io/etcd
@@ -123,8 +126,15 @@ pub(crate) enum Projection {
         /// Warm-up operations already run.
         warmed: u64,
     },
-    /// It would not: the N/A record's note, with the cost measured.
-    Past(String),
+    /// It would not: fewer operations are timed, after the warm-up already run.
+    Shortened {
+        /// Warm-up operations already run (the rest of the warm-up is skipped).
+        warmed: u64,
+        /// Timed operations that fit the budget.
+        ops: u64,
+        /// The record's note: the count, the cost measured and why.
+        note: String,
+    },
 }
 
 /// Runs the first warm-up operations of (w, v) on `s`, times [`PROBE_OPS`] of them after
@@ -153,40 +163,69 @@ pub(crate) fn project(
         Some(v) => format!("{} {v}", w.name()),
         None => w.name().to_string(),
     };
+    let warmed = settle + timed;
+    let probe = Probe {
+        per_op,
+        timed,
+        warmed,
+    };
     Ok(
-        match past_budget(s.kind(), &name, per_op, timed, warm + ops, budget) {
-            Some(why) => Projection::Past(why),
-            None => Projection::Within {
-                warmed: settle + timed,
-            },
+        match shortened(s.kind(), &name, probe, (warm, ops), budget) {
+            Some((ops, note)) => Projection::Shortened { warmed, ops, note },
+            None => Projection::Within { warmed },
         },
     )
 }
 
-/// The note of a measurement that `per_op` (the mean of `timed` operations) projects past
-/// `budget` for `total` operations, or `None` when it fits.
-pub(crate) fn past_budget(
+/// The warm-up operations timed to project a measurement.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Probe {
+    /// Their mean.
+    pub(crate) per_op: Duration,
+    /// How many were timed.
+    pub(crate) timed: u64,
+    /// How many warm-up operations have run, those timed included.
+    pub(crate) warmed: u64,
+}
+
+/// When `probe` projects the measurement's `warm` and `ops` operations past `budget`: the
+/// timed operations that fit it once the probe's warm-up has run (at least
+/// [`MIN_SHORTENED_OPS`]), with the record's note; `None` when the whole measurement fits.
+pub(crate) fn shortened(
     kind: EngineKind,
     workload: &str,
-    per_op: Duration,
-    timed: u64,
-    total: u64,
+    probe: Probe,
+    (warm, ops): (u64, u64),
     budget: Duration,
-) -> Option<String> {
-    let projected = per_op.saturating_mul(u32::try_from(total).unwrap_or(u32::MAX));
+) -> Option<(u64, String)> {
+    let total = warm + ops;
+    let projected = probe
+        .per_op
+        .saturating_mul(u32::try_from(total).unwrap_or(u32::MAX));
     if projected <= budget {
         return None;
     }
-    Some(format!(
-        "{} took {:.1} ms per {workload} operation over {timed} of its warm-up \
-         operations, so the {total} operations of this measurement would take {:.1} minutes, \
-         past the {:.0} minutes one measurement of etcd may take (etcd 3.4 collects every key \
-         of a range from its index before it applies the limit: etcd-io/etcd issue 11057, \
-         docs/fairness.md)",
-        kind.name(),
-        per_op.as_secs_f64() * 1e3,
-        projected.as_secs_f64() / 60.0,
-        budget.as_secs_f64() / 60.0,
+    let left = budget.saturating_sub(probe.per_op.saturating_mul(probe.warmed as u32));
+    let fit = left.as_nanos() / probe.per_op.as_nanos().max(1);
+    let short = u64::try_from(fit)
+        .unwrap_or(u64::MAX)
+        .clamp(MIN_SHORTENED_OPS.min(ops), ops);
+    Some((
+        short,
+        format!(
+            "{short} timed operations of the scale's {ops}, after {warmed} to warm up: {} \
+             took {:.1} ms per {workload} operation over {timed} of them, so the {total} \
+             operations of the whole measurement would take {:.1} minutes, past the {:.0} \
+             minutes one measurement of etcd may take (etcd 3.4 collects every key of a \
+             range from its index before it applies the limit: etcd-io/etcd issue 11057, \
+             docs/fairness.md)",
+            kind.name(),
+            probe.per_op.as_secs_f64() * 1e3,
+            projected.as_secs_f64() / 60.0,
+            budget.as_secs_f64() / 60.0,
+            warmed = probe.warmed,
+            timed = probe.timed,
+        ),
     ))
 }
 
@@ -238,43 +277,54 @@ mod tests {
     }
 
     #[test]
-    fn a_measurement_past_its_budget_names_its_measured_cost() {
+    fn a_measurement_past_its_budget_is_shortened_and_names_its_cost() {
         let budget = ETCD_MEASUREMENT_BUDGET;
         assert_eq!(measurement_budget(EngineKind::Etcd1), Some(budget));
         assert_eq!(measurement_budget(EngineKind::Etcd), Some(budget));
         assert_eq!(measurement_budget(EngineKind::Postgres), None);
         assert_eq!(measurement_budget(EngineKind::Lmdb), None);
-        let ms = Duration::from_millis;
+        let probe = |ms: u64| Probe {
+            per_op: Duration::from_millis(ms),
+            timed: 20,
+            warmed: 30,
+        };
         // 30 ms x 12,000 = 6 minutes: within 8.
+        let quick = (2_000, 10_000);
         assert_eq!(
-            past_budget(
-                EngineKind::Etcd1,
-                "manifest_list",
-                ms(30),
-                20,
-                12_000,
-                budget
-            ),
+            shortened(EngineKind::Etcd1, "manifest_list", probe(30), quick, budget),
             None
         );
-        // 55 ms x 12,000 = 11 minutes.
-        let why = past_budget(
-            EngineKind::Etcd1,
+        // 60 ms x 12,000 = 12 minutes: 8 minutes less the 30 warm-up operations' 1.8 s
+        // leave 7,970 operations of 60 ms.
+        let (ops, why) = shortened(EngineKind::Etcd1, "manifest_list", probe(60), quick, budget)
+            .ok_or("not shortened")
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(ops, 7_970);
+        assert!(
+            why.starts_with("7970 timed operations of the scale's 10000, after 30 to warm up")
+                && why.contains("etcd-1 took 60.0 ms per manifest_list operation over 20")
+                && why.contains("the 12000 operations")
+                && why.contains("would take 12.0 minutes")
+                && why.contains("past the 8 minutes"),
+            "{why}"
+        );
+        // However slow, at least 100 operations are timed (and never more than asked).
+        let slow = shortened(
+            EngineKind::Etcd,
             "manifest_list",
-            ms(55),
-            20,
-            12_000,
+            probe(10_000),
+            quick,
             budget,
         );
-        assert!(
-            why.as_deref()
-                .is_some_and(|w| w.contains("etcd-1 took 55.0 ms per manifest_list")
-                    && w.contains("over 20 of its warm-up")
-                    && w.contains("the 12000 operations")
-                    && w.contains("would take 11.0 minutes")
-                    && w.contains("past the 8 minutes")),
-            "{why:?}"
+        assert_eq!(slow.map(|(ops, _)| ops), Some(100));
+        let few = shortened(
+            EngineKind::Etcd,
+            "manifest_list",
+            probe(10_000),
+            (10, 50),
+            budget,
         );
+        assert_eq!(few.map(|(ops, _)| ops), Some(50));
     }
 
     #[test]
