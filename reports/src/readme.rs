@@ -16,7 +16,12 @@ pub const END_MARKER: &str = "<!-- performance:end -->";
 
 /// The generated section (without the markers). `prefix` leads from the README's folder
 /// to the output root ("" when the README is in it, else for example "../").
-pub(crate) fn section(merged: &Merged, charts: &[RenderedChart], prefix: &str) -> String {
+pub(crate) fn section(
+    merged: &Merged,
+    charts: &[RenderedChart],
+    prefix: &str,
+    fairness: &str,
+) -> String {
     let results = merged.results();
     let mut out = String::new();
     match merged.sources() {
@@ -45,7 +50,7 @@ pub(crate) fn section(merged: &Merged, charts: &[RenderedChart], prefix: &str) -
     }
     let _ = writeln!(
         out,
-        "How the engines are configured and what is held equal: [docs/fairness.md]({prefix}docs/fairness.md). \
+        "How the engines are configured and what is held equal: [docs/fairness.md]({fairness}). \
          Every number, with percentiles and I/O counters: \
          [docs/benchmarks/results.md]({prefix}docs/benchmarks/results.md).\n"
     );

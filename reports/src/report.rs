@@ -61,7 +61,7 @@ pub fn render_merged(
                 source,
             })?;
             let prefix = relative_prefix(path, out_dir);
-            let body = readme::section(merged, &charts, &prefix);
+            let body = readme::section(merged, &charts, &prefix, &fairness_link(path, out_dir));
             let new = readme::splice(&old, &body).map_err(|problem| ReportError::Readme {
                 path: path.to_path_buf(),
                 problem,
@@ -84,7 +84,8 @@ pub fn render_merged(
         }
     }
     let results_md = dir.join("results.md");
-    write_if_changed(&results_md, &markdown::results_md(merged), &mut changed)?;
+    let md = markdown::results_md(merged, &fairness_link(&results_md, out_dir));
+    write_if_changed(&results_md, &md, &mut changed)?;
     if let Some((path, text)) = &readme_update {
         write_if_changed(path, text, &mut changed)?;
     }
@@ -124,6 +125,23 @@ fn resolved(p: &Path) -> PathBuf {
         .unwrap_or_else(|_| p.to_path_buf())
 }
 
+/// Where docs/fairness.md lives, as a link from the file `from`: in the nearest of
+/// `out_dir` and its ancestors that has it (a report drawn into a folder of the repository,
+/// such as docs/etcd, still links the repository's page), else in `out_dir` itself.
+pub(crate) fn fairness_link(from: &Path, out_dir: &Path) -> String {
+    let start = resolved(out_dir);
+    let root = start
+        .ancestors()
+        .find(|d| d.join(FAIRNESS).is_file())
+        .unwrap_or(&start);
+    let page = root.join(FAIRNESS);
+    let folder = page.parent().unwrap_or(root);
+    format!("{}fairness.md", relative_prefix(from, folder))
+}
+
+/// The page that says what each engine is given, under the repository root.
+const FAIRNESS: &str = "docs/fairness.md";
+
 /// The URL path prefix leading from the README's folder to `out_dir`: "" when they are
 /// the same folder, else for example "../" or "site/".
 pub(crate) fn relative_prefix(readme: &Path, out_dir: &Path) -> String {
@@ -151,6 +169,39 @@ pub(crate) fn relative_prefix(readme: &Path, out_dir: &Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_fairness_page_is_the_repositorys_from_any_output_folder() -> std::io::Result<()> {
+        let dir = tempfile::tempdir()?;
+        let root = dir.path();
+        fs::create_dir_all(root.join("docs/etcd/docs/benchmarks"))?;
+        // No fairness page anywhere: the output root's own place for it.
+        assert_eq!(
+            fairness_link(&root.join("docs/etcd/README.md"), &root.join("docs/etcd")),
+            "docs/fairness.md"
+        );
+        fs::write(root.join("docs/fairness.md"), "x")?;
+        // Drawn into the repository root (the README and docs/benchmarks/results.md).
+        assert_eq!(
+            fairness_link(&root.join("README.md"), root),
+            "docs/fairness.md"
+        );
+        assert_eq!(
+            fairness_link(&root.join("docs/benchmarks/results.md"), root),
+            "../fairness.md"
+        );
+        // Drawn into a folder of the repository: still the repository's page.
+        let out = root.join("docs/etcd");
+        assert_eq!(
+            fairness_link(&out.join("README.md"), &out),
+            "../fairness.md"
+        );
+        assert_eq!(
+            fairness_link(&out.join("docs/benchmarks/results.md"), &out),
+            "../../../fairness.md"
+        );
+        Ok(())
+    }
 
     #[test]
     fn prefixes_lead_from_the_readme_to_the_output_root() -> std::io::Result<()> {
