@@ -1,8 +1,8 @@
-//! `cargo bench --bench ai_meta`: every engine on every ai_meta workload, as criterion benchmark groups per workload with
-//! `engine[/variant]/dataset` ids. Stores are loaded outside the timed part; criterion's
-//! iter_custom times only the operations, and every operation's latency also goes into the
-//! harness's own histograms, written at the end as the project's results JSON (criterion's
-//! files are private to criterion).
+//! `cargo bench --bench ai_meta`: every engine on every ai_meta workload, as criterion
+//! benchmark groups per workload with `engine[/variant]/dataset` ids. Stores are loaded
+//! outside the timed part; criterion's iter_custom times only the operations, and every
+//! operation's latency also goes into the harness's own histograms, written at the end as
+//! the project's results JSON (criterion's files are private to criterion).
 //!
 //! Environment: AI_META_SCALE (ci, quick (default), seed), AI_META_ENGINES (comma list, or
 //! `all`, the default: every engine of the build),

@@ -524,9 +524,10 @@ impl KvEngine for EtcdEngine {
     /// entries in use), and a bucket keeps that length until a commit writes nothing to it.
     /// After a bulk load of 65,536-put transactions every point get copied 3 to 5 MB and
     /// took 4.0 to 6.7 ms on 600 k keys here, against 0.3 to 1.0 ms after such a commit
-    /// (docs/fairness.md; `cargo run --release -p aimeta-adapters --example etcd_ranges`). So a checkpoint makes that commit: a lease granted and revoked
-    /// writes only etcd's lease bucket, and the wait lets the backend commit each (its
-    /// batch interval is 100 ms). No key and no revision changes.
+    /// (docs/fairness.md; `cargo run --release -p aimeta-adapters --example etcd_ranges`).
+    /// So a checkpoint makes that commit: a lease granted and revoked writes only etcd's
+    /// lease bucket, and the wait lets the backend commit each (its batch interval is
+    /// 100 ms). No key and no revision changes.
     fn checkpoint(&self) -> Result<()> {
         self.alive()?;
         let mut lease = self.client.lease_client();

@@ -28,10 +28,20 @@ impl KeyItem {
 
 /// The smallest byte string greater than every string starting with `p`, if any.
 pub fn prefix_successor(p: &[u8]) -> Option<Vec<u8>> {
-    let end = p.iter().rposition(|&b| b != 0xFF)?;
-    let mut s = p[..=end].to_vec();
-    s[end] += 1;
-    Some(s)
+    let mut s = Vec::new();
+    prefix_successor_into(p, &mut s).then_some(s)
+}
+
+/// [`prefix_successor`] written into `out` (replacing what it held), so that a caller can
+/// bring its own buffer; false, with `out` emptied, when there is none.
+pub fn prefix_successor_into(p: &[u8], out: &mut Vec<u8>) -> bool {
+    out.clear();
+    let Some(end) = p.iter().rposition(|&b| b != 0xFF) else {
+        return false;
+    };
+    out.extend_from_slice(&p[..=end]);
+    out[end] += 1;
+    true
 }
 
 /// The state of a listing between items.

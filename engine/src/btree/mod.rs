@@ -19,7 +19,7 @@ pub use check::{check_tree, CheckReport};
 pub use cursor::{Cursor, ScanBounds};
 #[cfg(test)]
 pub use keys::prefix_successor;
-pub use keys::{KeyItem, ListState};
+pub use keys::{prefix_successor_into, KeyItem, ListState};
 pub use limits::{check_delete_key, check_key, check_value, MAX_KEY_LEN, MAX_VALUE_LEN};
 pub use lpm::longest_prefix_in;
 pub use read::{count_range, get_value, leaf_page_of, read_value};

@@ -22,8 +22,7 @@ pub struct RangeBuilder {
 
 /// The tighter of two bounds on the same side of a range: of two lower bounds (`lower`)
 /// the higher one, of two upper bounds the lower one; an excluded key beats the same key
-/// included.
-/// The other one's key goes back to the thread's spare buffers.
+/// included. The other one's key goes back to the thread's spare buffers.
 fn tighter(a: Bound<Vec<u8>>, b: Bound<Vec<u8>>, lower: bool) -> Bound<Vec<u8>> {
     let a_wins = match (&a, &b) {
         (Bound::Unbounded, _) => false,

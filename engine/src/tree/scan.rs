@@ -5,7 +5,7 @@ use std::ops::Bound;
 use std::sync::Arc;
 
 use super::spare;
-use crate::btree::{Cursor, ScanBounds, Version};
+use crate::btree::{prefix_successor_into, Cursor, ScanBounds, Version};
 use crate::pool::{Access, BufferPool};
 
 /// The pool, the version and the readahead cap a range scan or a listing reads with.
@@ -58,16 +58,15 @@ pub(crate) fn recycle(cursor: &mut Cursor) {
 }
 
 /// The exclusive upper bound of the keys that start with `prefix` (unbounded when no key
-/// is above them all, as for an empty prefix or one of 0xFF bytes only).
-/// The successor is `btree::prefix_successor`'s, built in a spare buffer.
+/// is above them all, as for an empty prefix or one of 0xFF bytes only), in a spare
+/// buffer.
 pub(crate) fn prefix_end(prefix: &[u8]) -> Bound<Vec<u8>> {
-    match prefix.iter().rposition(|&b| b != 0xFF) {
-        Some(end) => {
-            let mut s = spare::copy(&prefix[..=end]);
-            s[end] += 1;
-            Bound::Excluded(s)
-        }
-        None => Bound::Unbounded,
+    let mut s = spare::bytes();
+    if prefix_successor_into(prefix, &mut s) {
+        Bound::Excluded(s)
+    } else {
+        spare::give(s);
+        Bound::Unbounded
     }
 }
 

@@ -527,7 +527,7 @@ pub(crate) fn run_engine(
     let caps = s.engine()?.capabilities();
     let native = caps.native_longest_prefix;
     // Measurements shortened to fit their time budget, and the note each record gets.
-    let mut shortened: Vec<(Record, String)> = Vec::new();
+    let mut shortened: Vec<((Workload, Option<Variant>), String)> = Vec::new();
     for &w in wanted.iter().filter(|&&w| w != Workload::BulkLoad) {
         if w == Workload::ManifestCas {
             if let Some(why) = durability_not_offered(kind, caps.durability, o.durability) {
@@ -559,7 +559,7 @@ pub(crate) fn run_engine(
                         note,
                     } => {
                         progress.note(&format!("{} {}: {note}", kind.name(), ds.name));
-                        shortened.push((base_record(w, &ds.name, kind, v), note));
+                        shortened.push(((w, v), note));
                         (warmed, warmed, short)
                     }
                 },
@@ -580,7 +580,9 @@ pub(crate) fn run_engine(
         }
     }
     out.extend(s.records().into_iter().map(|mut r| {
-        let same = |(b, _): &&(Record, String)| b.workload == r.workload && b.variant == r.variant;
+        let same = |((w, v), _): &&((Workload, Option<Variant>), String)| {
+            r.workload == w.name() && r.variant.as_deref() == v.map(Variant::name)
+        };
         if let Some((_, note)) = shortened.iter().find(same) {
             r.note = Some(match r.note.take() {
                 Some(own) => format!("{own}; {note}"),
