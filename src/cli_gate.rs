@@ -49,6 +49,10 @@ pub struct GateArgs {
     /// Seed of data and queries (the baseline's counters hold for its seed).
     #[arg(long, default_value_t = 42)]
     seed: u64,
+    /// Print every round of every ratio on stderr (this engine's and LMDB's trimmed mean
+    /// and their ratio), to see which side moved.
+    #[arg(long)]
+    show_rounds: bool,
 }
 
 fn usage_error(e: impl std::fmt::Display) -> ExitCode {
@@ -70,6 +74,7 @@ fn options(args: &GateArgs, scale: Scale) -> GateOptions {
         rounds: args.rounds.max(1),
         ops_per_round: args.ops.max(1),
         full_frame: args.full_frame,
+        show_rounds: args.show_rounds,
     }
 }
 

@@ -68,6 +68,9 @@ pub struct GateOptions {
     /// Open this engine in its full-frame reproduction mode: a self-test that the gate
     /// fails when the seed report's bug comes back.
     pub full_frame: bool,
+    /// Print each round of each ratio on stderr: both sides' trimmed means in ns and
+    /// their ratio, to tell which engine moved when a ratio does.
+    pub show_rounds: bool,
 }
 
 /// Which of the two loaded engines a side of a ratio is.
@@ -455,6 +458,15 @@ impl Gate {
                     mean[at] = trimmed_mean(&mut sorted);
                 }
                 rounds[k].push(mean[0] / mean[1].max(1e-9));
+                if self.o.show_rounds {
+                    eprintln!(
+                        "{} round {r}: {:.0} ns / {:.0} ns = {:.3}",
+                        s.check,
+                        mean[0],
+                        mean[1],
+                        mean[0] / mean[1].max(1e-9)
+                    );
+                }
                 progress.advance(1);
             }
         }

@@ -5,7 +5,6 @@
 //! publishes them. Mutations reach the pages through `group`: a batch descends once per
 //! page it changes.
 
-use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use super::read::{expect_kind, read_value};
@@ -13,15 +12,16 @@ use super::split::{cut_points, leaf_cut_points, shortest_separator};
 use crate::error::{Error, Result};
 use crate::filter::KeyFilter;
 use crate::frame::Allocator;
-use crate::page::{decode_overflow_run, encode_overflow_run, lcp, KeyLengths};
+use crate::page::{encode_overflow_run, lcp, KeyLengths};
 use crate::page::{
     overflow_pages_for, value_fits_inline, InnerNode, InnerView, LeafEntry, LeafNode, LeafView,
-    PageHeader, PageId, Value, ValueCell, INNER_FIXED,
+    PageHeader, PageId, Value, INNER_FIXED,
 };
 use crate::pool::{Access, BufferPool, Page};
 
 mod group;
 mod scratch;
+mod swap;
 
 pub use scratch::WriteScratch;
 
@@ -83,7 +83,7 @@ enum Loaded {
 /// Pages of earlier commits that this transaction replaced: freed at its commit, reused
 /// once no snapshot and no recoverable checkpoint can reach them.
 #[derive(Debug, Clone, Copy)]
-struct Freed {
+pub(crate) struct Freed {
     first: PageId,
     len: u64,
     /// The commit that wrote them (0 when unknown: then they count as durable).
@@ -102,11 +102,6 @@ pub struct WriteTxn<'a> {
     pub height: u32,
     /// Entries after the changes so far.
     pub entries: u64,
-    pages: HashMap<PageId, Vec<u8>>,
-    allocated: HashSet<PageId>,
-    runs: HashMap<PageId, u64>,
-    overflow: HashMap<PageId, Vec<u8>>,
-    frees: Vec<Freed>,
     /// The log record of the mutations applied (when logging): their count, and the
     /// record begun in place (`wal::start_record`) with them encoded after its header.
     log: Option<(u32, Vec<u8>)>,
@@ -116,8 +111,13 @@ pub struct WriteTxn<'a> {
     /// them is published).
     key_filter: Option<&'a KeyFilter>,
     /// Buffers reused from leaf to leaf and, through the writer, from commit to commit
-    /// (the log record's buffer among them while `log` does not hold it).
-    scratch: WriteScratch,
+    /// (the log record's buffer among them while `log` does not hold it). Borrowed, not
+    /// moved: moving them in and out cost a swap as much as reusing them saved.
+    scratch: &'a mut WriteScratch,
+    /// The condition of the compare-and-swap being applied (see `swap`), and whether one
+    /// is being applied: its leaf checks the condition before changing anything.
+    swap_check: swap::SwapCheck,
+    checking_swap: bool,
 }
 
 /// What a committed transaction produced.
@@ -136,15 +136,22 @@ pub struct Committed {
 
 impl<'a> WriteTxn<'a> {
     /// Starts commit `seq` over the tree rooted at `root`.
+    /// `scratch`: the writer's buffers, which this transaction fills and leaves empty (with
+    /// their capacity) for the next one.
     pub fn new(
         pool: &'a BufferPool,
         alloc: &'a mut Allocator,
+        scratch: &'a mut WriteScratch,
         seq: u64,
         root: Option<PageId>,
         height: u32,
         entries: u64,
     ) -> Self {
         let ps = pool.geometry().page_bytes();
+        debug_assert!(
+            scratch.books.is_clear(),
+            "an earlier transaction left its books"
+        );
         WriteTxn {
             pool,
             alloc,
@@ -153,23 +160,13 @@ impl<'a> WriteTxn<'a> {
             root,
             height,
             entries,
-            pages: HashMap::new(),
-            allocated: HashSet::new(),
-            runs: HashMap::new(),
-            overflow: HashMap::new(),
-            frees: Vec::new(),
             log: None,
             put_lengths: KeyLengths::empty(),
             key_filter: None,
-            scratch: WriteScratch::new(),
+            scratch,
+            swap_check: swap::SwapCheck::default(),
+            checking_swap: false,
         }
-    }
-
-    /// Reuses the buffers an earlier transaction returned with [`WriteTxn::take_scratch`].
-    /// Call it before [`WriteTxn::with_log`], which takes the log's buffer from them.
-    pub fn with_scratch(mut self, scratch: WriteScratch) -> Self {
-        self.scratch = scratch;
-        self
     }
 
     /// Adds every key put to `filter`.
@@ -200,18 +197,21 @@ impl<'a> WriteTxn<'a> {
         self.log.take()
     }
 
-    /// The reusable buffers, for the next transaction's [`WriteTxn::with_scratch`].
-    pub fn take_scratch(&mut self) -> WriteScratch {
-        std::mem::take(&mut self.scratch)
+    /// Gives back the log record's buffer once the record is appended, for the next
+    /// transaction.
+    pub fn return_log_buffer(&mut self, record: Vec<u8>) {
+        self.scratch.log = record;
     }
 
     /// True when nothing has changed.
     pub fn is_empty(&self) -> bool {
-        self.pages.is_empty() && self.frees.is_empty() && self.runs.is_empty()
+        self.scratch.books.pages.is_empty()
+            && self.scratch.books.frees.is_empty()
+            && self.scratch.books.runs.is_empty()
     }
 
     fn load(&self, id: PageId, level: u32) -> Result<Loaded> {
-        if self.pages.contains_key(&id) {
+        if self.scratch.books.pages.contains_key(&id) {
             return Ok(Loaded::Private(id));
         }
         let page = self.pool.get(id, Access::Point)?;
@@ -221,14 +221,19 @@ impl<'a> WriteTxn<'a> {
 
     fn bytes<'s>(&'s self, l: &'s Loaded) -> &'s [u8] {
         match l {
-            Loaded::Private(id) => self.pages.get(id).map_or(&[][..], |v| v.as_slice()),
+            Loaded::Private(id) => self
+                .scratch
+                .books
+                .pages
+                .get(id)
+                .map_or(&[][..], |v| v.as_slice()),
             Loaded::Shared(p) => p.bytes(),
         }
     }
 
     fn alloc_page(&mut self) -> PageId {
         let id = self.alloc.alloc(1);
-        self.allocated.insert(id);
+        self.scratch.books.allocated.insert(id);
         id
     }
 
@@ -236,12 +241,12 @@ impl<'a> WriteTxn<'a> {
     fn retire(&mut self, l: &Loaded) {
         match l {
             Loaded::Private(id) => {
-                self.pages.remove(id);
-                if self.allocated.remove(id) {
+                self.scratch.books.pages.remove(id);
+                if self.scratch.books.allocated.remove(id) {
                     self.alloc.release(*id, 1);
                 }
             }
-            Loaded::Shared(p) => self.frees.push(Freed {
+            Loaded::Shared(p) => self.scratch.books.frees.push(Freed {
                 first: p.id(),
                 len: 1,
                 created: p.txn(),
@@ -265,7 +270,11 @@ impl<'a> WriteTxn<'a> {
         match l {
             Loaded::Private(id) => *id,
             Loaded::Shared(p) => {
-                let mut buf = p.bytes().to_vec();
+                // Into a spare page's buffer when the pool has one: copy-on-write frees
+                // a page for each it copies, so a steady writer allocates none.
+                let mut buf = self.pool.page_buffer();
+                buf.clear();
+                buf.extend_from_slice(p.bytes());
                 self.retire(l);
                 let id = self.alloc_page();
                 if let Some(mut h) = PageHeader::read(&buf) {
@@ -273,7 +282,7 @@ impl<'a> WriteTxn<'a> {
                     h.txn = self.seq;
                     h.write(&mut buf);
                 }
-                self.pages.insert(id, buf);
+                self.scratch.books.pages.insert(id, buf);
                 id
             }
         }
@@ -291,9 +300,9 @@ impl<'a> WriteTxn<'a> {
         }
         let n = overflow_pages_for(v.len(), self.ps);
         let first = self.alloc.alloc(n as u64);
-        self.runs.insert(first, n as u64);
+        self.scratch.books.runs.insert(first, n as u64);
         let buf = encode_overflow_run(v, first, self.seq, self.ps);
-        self.overflow.insert(first, buf);
+        self.scratch.books.overflow.insert(first, buf);
         Value::Overflow {
             first,
             len: v.len() as u32,
@@ -303,12 +312,12 @@ impl<'a> WriteTxn<'a> {
     fn free_value(&mut self, v: &Value<'_>) {
         if let Value::Overflow { first, len } = v {
             let n = overflow_pages_for(*len as usize, self.ps) as u64;
-            if self.runs.remove(first).is_some() {
-                self.overflow.remove(first);
+            if self.scratch.books.runs.remove(first).is_some() {
+                self.scratch.books.overflow.remove(first);
                 self.alloc.release(*first, n);
             } else {
                 // Creation commit unknown: treat it as durable (waits for a checkpoint).
-                self.frees.push(Freed {
+                self.scratch.books.frees.push(Freed {
                     first: *first,
                     len: n,
                     created: 0,
@@ -318,6 +327,7 @@ impl<'a> WriteTxn<'a> {
     }
 
     /// Reads the current value of `key` as this transaction sees it.
+    #[cfg(test)]
     pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
         let Some(mut id) = self.root else {
             return Ok(None);
@@ -332,15 +342,7 @@ impl<'a> WriteTxn<'a> {
         let Ok(i) = view.search(key) else {
             return Ok(None);
         };
-        let mut out = Vec::new();
-        match view.value(i) {
-            ValueCell::Overflow { first, len } if self.overflow.contains_key(&first) => {
-                // This transaction encoded the run itself: it always decodes.
-                let _ = decode_overflow_run(&self.overflow[&first], len, self.ps, &mut out);
-            }
-            cell => read_value(self.pool, cell, &mut out)?,
-        }
-        Ok(Some(out))
+        self.owned_value(view.value(i)).map(Some)
     }
 
     /// Applies one mutation; returns false when it changed nothing (a missing delete).
@@ -461,7 +463,7 @@ impl<'a> WriteTxn<'a> {
         if whole.size() <= self.ps {
             let mut buf = self.pool.page_buffer();
             LeafNode::encode_measured(entries, lcps, &whole, first, self.seq, &mut buf);
-            self.pages.insert(first, buf);
+            self.scratch.books.pages.insert(first, buf);
             return vec![Piece {
                 sep: None,
                 id: first,
@@ -488,7 +490,7 @@ impl<'a> WriteTxn<'a> {
                 count: group.len() as u64,
                 bytes: run.size(),
             });
-            self.pages.insert(id, buf);
+            self.scratch.books.pages.insert(id, buf);
         }
         pieces
     }
@@ -531,7 +533,7 @@ impl<'a> WriteTxn<'a> {
                 count: part.total(),
                 bytes: part.encoded_len(),
             });
-            self.pages.insert(id, buf);
+            self.scratch.books.pages.insert(id, buf);
         }
         pieces
     }
@@ -565,7 +567,7 @@ impl<'a> WriteTxn<'a> {
             let id = self.target(&la);
             let mut buf = self.pool.page_buffer();
             left.encode(id, self.seq, &mut buf);
-            self.pages.insert(id, buf);
+            self.scratch.books.pages.insert(id, buf);
             id
         };
         self.retire(&lb);
@@ -619,7 +621,7 @@ impl<'a> WriteTxn<'a> {
             let id = self.target(la);
             let mut buf = self.pool.page_buffer();
             LeafNode::encode_measured(&entries, &lcps, &run, id, self.seq, &mut buf);
-            self.pages.insert(id, buf);
+            self.scratch.books.pages.insert(id, buf);
             id
         });
         drop(entries);
@@ -632,13 +634,13 @@ impl<'a> WriteTxn<'a> {
 
     /// Publishes the transaction's pages to the pool (dirty), writes its overflow values,
     /// and schedules the pages it replaced to be freed. Returns the new root.
-    pub fn commit(mut self) -> Result<Committed> {
+    pub fn commit(self) -> Result<Committed> {
         self.pool.ensure_len(self.alloc.page_count())?;
-        for (first, buf) in std::mem::take(&mut self.overflow) {
+        for (first, buf) in self.scratch.books.overflow.drain() {
             self.pool.write_run(first, &buf)?;
         }
         let mut root_page = None;
-        for (id, buf) in std::mem::take(&mut self.pages) {
+        for (id, buf) in self.scratch.books.pages.drain() {
             let page = self.pool.install(buf)?;
             if Some(id) == self.root {
                 root_page = Some(page);
@@ -657,12 +659,11 @@ impl<'a> WriteTxn<'a> {
             first,
             len,
             created,
-        } in std::mem::take(&mut self.frees)
+        } in self.scratch.books.frees.drain(..)
         {
             self.alloc.defer(first, len, created, self.seq);
         }
-        self.allocated.clear();
-        self.runs.clear();
+        self.scratch.books.clear();
         Ok(Committed {
             root,
             height: self.height,
@@ -673,14 +674,16 @@ impl<'a> WriteTxn<'a> {
 }
 
 impl Drop for WriteTxn<'_> {
-    /// An uncommitted transaction returns every page it allocated.
+    /// An uncommitted transaction returns every page it allocated, and leaves the
+    /// writer's bookkeeping empty for the next one.
     fn drop(&mut self) {
-        for id in self.allocated.drain() {
+        for id in self.scratch.books.allocated.drain() {
             self.alloc.release(id, 1);
         }
-        for (first, n) in self.runs.drain() {
+        for (first, n) in self.scratch.books.runs.drain() {
             self.alloc.release(first, n);
         }
+        self.scratch.books.clear();
     }
 }
 
@@ -709,6 +712,7 @@ pub(in crate::btree) mod tests {
         pub(in crate::btree) alloc: Allocator,
         pub(in crate::btree) version: Arc<Version>,
         pub(in crate::btree) storage: Arc<dyn Storage>,
+        pub(in crate::btree) scratch: WriteScratch,
     }
 
     impl Fixture {
@@ -729,6 +733,7 @@ pub(in crate::btree) mod tests {
                 alloc: Allocator::new(geo, 0, []),
                 version: Arc::new(Version::empty(0)),
                 storage,
+                scratch: WriteScratch::new(),
             }
         }
 
@@ -744,6 +749,7 @@ pub(in crate::btree) mod tests {
             let mut txn = WriteTxn::new(
                 &self.pool,
                 &mut self.alloc,
+                &mut self.scratch,
                 seq,
                 root,
                 cur.height,
@@ -1007,12 +1013,18 @@ pub(in crate::btree) mod tests {
             txn.apply(Mutation::Put(b"c", b"44")).expect("put");
             txn.apply(Mutation::Delete(b"a")).expect("delete");
             let freed: Vec<(PageId, u64, u64)> = txn
+                .scratch
+                .books
                 .frees
                 .iter()
                 .map(|f| (f.first, f.len, f.created))
                 .collect();
             assert_eq!(freed, vec![(leaf, 1, 1)], "the old leaf is freed once");
-            assert_eq!(txn.pages.len(), 1, "one private copy, changed in place");
+            assert_eq!(
+                txn.scratch.books.pages.len(),
+                1,
+                "one private copy, changed in place"
+            );
             assert_eq!(txn.get(b"b").expect("get"), Some(b"3".to_vec()));
             assert_eq!(txn.get(b"a").expect("get"), None);
         });
@@ -1042,14 +1054,17 @@ pub(in crate::btree) mod tests {
         let (v1, first) = fx.commit(|txn| {
             txn.apply(Mutation::Put(b"k", &big)).expect("put");
             assert_eq!(txn.get(b"k").expect("get"), Some(big.clone()));
-            let replaced = *txn.runs.keys().next().expect("a run");
+            let replaced = *txn.scratch.books.runs.keys().next().expect("a run");
             // Replaced in the same transaction: the first run was never committed and
             // goes straight back to the free space.
             txn.apply(Mutation::Put(b"k", &bigger)).expect("put");
-            assert!(!txn.runs.contains_key(&replaced));
-            assert_eq!(txn.runs.values().copied().collect::<Vec<_>>(), vec![4]);
-            assert!(txn.frees.is_empty());
-            *txn.runs.keys().next().expect("a run")
+            assert!(!txn.scratch.books.runs.contains_key(&replaced));
+            assert_eq!(
+                txn.scratch.books.runs.values().copied().collect::<Vec<_>>(),
+                vec![4]
+            );
+            assert!(txn.scratch.books.frees.is_empty());
+            *txn.scratch.books.runs.keys().next().expect("a run")
         });
         // One leaf and the four pages of the second run are in use; the file grew by
         // whole frames of free pages to find four contiguous ones.
@@ -1062,6 +1077,8 @@ pub(in crate::btree) mod tests {
             txn.apply(Mutation::Put(b"j", b"small")).expect("put");
             txn.apply(Mutation::Delete(b"k")).expect("delete");
             let mut freed: Vec<(PageId, u64, u64)> = txn
+                .scratch
+                .books
                 .frees
                 .iter()
                 .map(|f| (f.first, f.len, f.created))
@@ -1091,6 +1108,7 @@ pub(in crate::btree) mod tests {
             let mut txn = WriteTxn::new(
                 &fx.pool,
                 &mut fx.alloc,
+                &mut fx.scratch,
                 cur.seq + 1,
                 cur.root.as_ref().map(|p| p.id()),
                 cur.height,
@@ -1123,10 +1141,19 @@ pub(in crate::btree) mod tests {
     fn the_log_payload_holds_every_mutation_applied() {
         let mut fx = Fixture::new(1000);
         let cur = fx.version.clone();
-        let txn = WriteTxn::new(&fx.pool, &mut fx.alloc, 1, None, 0, 0);
+        let txn = WriteTxn::new(&fx.pool, &mut fx.alloc, &mut fx.scratch, 1, None, 0, 0);
         assert!(txn.log_payload().is_none(), "not logging");
         drop(txn);
-        let mut txn = WriteTxn::new(&fx.pool, &mut fx.alloc, cur.seq + 1, None, 0, 0).with_log();
+        let mut txn = WriteTxn::new(
+            &fx.pool,
+            &mut fx.alloc,
+            &mut fx.scratch,
+            cur.seq + 1,
+            None,
+            0,
+            0,
+        )
+        .with_log();
         assert!(txn.apply(Mutation::Put(b"a", b"1")).expect("put"));
         assert!(!txn.apply(Mutation::Delete(b"zz")).expect("missing delete"));
         assert!(txn.apply(Mutation::Put(b"b", b"22")).expect("put"));

@@ -5,6 +5,7 @@
 mod error;
 mod freelist;
 mod header;
+mod id_hash;
 mod inner;
 mod key_lengths;
 mod kind;
@@ -19,6 +20,7 @@ pub use header::{
     cmp_prefixed, lcp, read_u32, read_u64, seal, verify, write_u32, write_u64, PageHeader,
     HEADER_LEN, KIND_AT,
 };
+pub use id_hash::{PageMap, PageSet};
 pub use inner::{inner_max_separator_len, InnerNode, InnerView, INNER_FIXED};
 pub use key_lengths::{KeyLengths, KEY_LENGTH_BITS};
 pub use kind::{PageId, PageKind};

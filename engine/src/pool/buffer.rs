@@ -1,7 +1,6 @@
 //! The buffer pool proper: lookups, misses, readahead, whole-frame reads (reproduction
 //! mode only), installation of pages written by commits, write-back and eviction.
 
-use std::collections::HashMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -13,7 +12,7 @@ use super::Page;
 use crate::error::{Error, Result};
 use crate::frame::Geometry;
 use crate::page::{
-    seal, verify, InnerView, LeafView, PageError, PageHeader, PageId, PageKind, KIND_AT,
+    seal, verify, InnerView, LeafView, PageError, PageHeader, PageId, PageKind, PageMap, KIND_AT,
 };
 use crate::storage::Storage;
 
@@ -59,7 +58,7 @@ pub struct BufferPool {
     geo: Geometry,
     table: PageTable,
     evictor: Mutex<Evictor>,
-    dirty: Mutex<HashMap<PageId, Arc<Page>>>,
+    dirty: Mutex<PageMap<Arc<Page>>>,
     counters: Counters,
     scan_io: ScanIo,
     next_gen: AtomicU64,
@@ -142,7 +141,7 @@ impl BufferPool {
             geo,
             table: PageTable::new(),
             evictor: Mutex::new(Evictor::new(cfg.capacity_pages)),
-            dirty: Mutex::new(HashMap::new()),
+            dirty: Mutex::new(PageMap::default()),
             counters: Counters::new(),
             scan_io: cfg.scan_io,
             next_gen: AtomicU64::new(1),

@@ -7,42 +7,14 @@
 //! Queue entries name (page, generation); an entry whose generation no longer matches
 //! the table was discarded or replaced and is skipped.
 
-use std::collections::{HashSet, VecDeque};
-use std::hash::{BuildHasherDefault, Hasher};
+use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
 
 use super::Page;
 use crate::page::{PageId, PageKind};
 
-/// Hashes page numbers with one multiplication (Fibonacci hashing): the ghost set is
-/// updated on every eviction from the small queue, under the pool's miss lock, where
-/// SipHash cost more than the rest of the bookkeeping. Page numbers are not chosen by
-/// an adversary.
-#[derive(Default)]
-pub struct PageIdHasher(u64);
-
-impl Hasher for PageIdHasher {
-    #[inline]
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    #[inline]
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        }
-    }
-    #[inline]
-    fn write_u64(&mut self, n: u64) {
-        // High bits feed the table index (hashbrown uses the top 7 for its tags and the
-        // low bits for the bucket), so fold the product's high half down.
-        let h = (self.0 ^ n).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        self.0 = h ^ (h >> 32);
-    }
-}
-
-/// A set of page numbers hashed with [`PageIdHasher`].
-type IdSet = HashSet<PageId, BuildHasherDefault<PageIdHasher>>;
+/// A set of page numbers, hashed with one multiplication (`page::id_hash`).
+type IdSet = crate::page::PageSet;
 
 /// What the policy decided about the page at the head of a queue.
 pub enum Verdict {

@@ -124,16 +124,15 @@ impl Tree {
         if let Some(v) = new {
             check_value(v)?;
         }
+        let m = match new {
+            Some(v) => Mutation::Put(key, v),
+            None => Mutation::Delete(key),
+        };
         self.write(|txn| {
-            let current = txn.get(key)?;
-            if current.as_deref() != expected {
-                return Ok(Err(CasConflict { current }));
-            }
-            match new {
-                Some(v) => txn.apply(Mutation::Put(key, v))?,
-                None => txn.apply(Mutation::Delete(key))?,
-            };
-            Ok(Ok(()))
+            Ok(txn
+                .compare_and_apply(m, expected)?
+                .map(|_| ())
+                .map_err(|current| CasConflict { current }))
         })
     }
 

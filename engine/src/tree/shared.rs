@@ -254,45 +254,44 @@ impl Shared {
         let mut w = lock(&self.writer);
         let cur = self.current.load_full();
         let seq = w.seq + 1;
-        let scratch = std::mem::take(&mut w.scratch);
-        let (committed, r, scratch) = {
+        let (committed, r) = {
+            // The guard, dereferenced once: the transaction borrows two of its fields.
+            let wr = &mut *w;
             let mut txn = WriteTxn::new(
                 &self.pool,
-                &mut w.alloc,
+                &mut wr.alloc,
+                &mut wr.scratch,
                 seq,
                 cur.root.as_ref().map(|p| p.id()),
                 cur.height,
                 cur.entries,
             )
-            .with_scratch(scratch)
             .with_key_filter(cur.key_filter.as_deref());
             if self.logging() {
                 txn = txn.with_log();
             }
             let r = f(&mut txn)?;
             if txn.is_empty() {
-                let scratch = txn.take_scratch();
                 drop(txn);
-                w.scratch = scratch.trimmed();
+                wr.scratch.trim();
                 return Ok(r);
             }
-            let mut scratch = txn.take_scratch();
             if let Some((n, mut record)) = txn.take_log() {
                 if let Err(e) = self.wal.append_started(seq, n, &mut record) {
                     self.poison(format!("appending commit {seq} to the log failed: {e}"));
                     return Err(e);
                 }
-                scratch.log = record;
+                txn.return_log_buffer(record);
             }
             match txn.commit() {
-                Ok(c) => (c, r, scratch),
+                Ok(c) => (c, r),
                 Err(e) => {
                     self.poison(format!("commit {seq} failed after it was logged: {e}"));
                     return Err(e);
                 }
             }
         };
-        w.scratch = scratch.trimmed();
+        w.scratch.trim();
         w.seq = seq;
         let mut lengths = cur.key_lengths;
         lengths.union(&committed.put_lengths);
@@ -343,9 +342,11 @@ impl Shared {
             }
             .into());
         }
+        let wr = &mut *w;
         let mut txn = WriteTxn::new(
             &self.pool,
-            &mut w.alloc,
+            &mut wr.alloc,
+            &mut wr.scratch,
             rec.seq,
             cur.root.as_ref().map(|p| p.id()),
             cur.height,

@@ -158,9 +158,14 @@ impl WriteTxn<'_> {
         {
             // Each changed child is still one page of a fair size: point at the new pages.
             let nid = self.make_private(&l);
-            let buf = self.pages.get_mut(&nid).ok_or_else(|| Error::Integrity {
-                reason: "private page vanished".into(),
-            })?;
+            let buf = self
+                .scratch
+                .books
+                .pages
+                .get_mut(&nid)
+                .ok_or_else(|| Error::Integrity {
+                    reason: "private page vanished".into(),
+                })?;
             for (idx, pieces) in &changes {
                 InnerView::patch_child(buf, *idx, pieces[0].id, pieces[0].count);
             }
@@ -239,6 +244,19 @@ impl WriteTxn<'_> {
         rightmost: bool,
     ) -> Result<Change> {
         let l = self.load(id, 0)?;
+        if self.checking_swap {
+            // A compare-and-swap (one mutation): its condition, before anything changes.
+            let verdict = {
+                let view = LeafView::new(self.bytes(&l));
+                let key = mutations.first().map_or(&[][..], |m| m.key());
+                let current = view.search(key).ok().map(|i| view.value(i));
+                self.swap_verdict(current)?
+            };
+            if let Some(current) = verdict {
+                self.swap_failed(current);
+                return Ok(Change::None);
+            }
+        }
         let (found, n, in_place) = {
             let view = LeafView::new(self.bytes(&l));
             let mut in_place = true;
@@ -261,7 +279,7 @@ impl WriteTxn<'_> {
         if in_place {
             // Only same-length inline overwrites: the page keeps its layout.
             let nid = self.make_private(&l);
-            if let Some(buf) = self.pages.get_mut(&nid) {
+            if let Some(buf) = self.scratch.books.pages.get_mut(&nid) {
                 for (m, at) in mutations.iter().zip(&found) {
                     if let (Mutation::Put(_, v), Ok(i)) = (*m, *at) {
                         LeafView::overwrite_inline_value(buf, i, v);
@@ -573,7 +591,8 @@ mod tests {
     #[test]
     fn the_log_records_a_batch_in_the_callers_order() {
         let mut fx = Fixture::new(1000);
-        let mut txn = WriteTxn::new(&fx.pool, &mut fx.alloc, 1, None, 0, 0).with_log();
+        let mut txn =
+            WriteTxn::new(&fx.pool, &mut fx.alloc, &mut fx.scratch, 1, None, 0, 0).with_log();
         let batch = [
             Mutation::Put(b"z", b"1"),
             Mutation::Delete(b"a"),
@@ -713,6 +732,7 @@ mod tests {
             let mut txn = WriteTxn::new(
                 &fx.pool,
                 &mut fx.alloc,
+                &mut fx.scratch,
                 before.seq + 1,
                 before.root.as_ref().map(|p| p.id()),
                 before.height,
