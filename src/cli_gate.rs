@@ -36,7 +36,13 @@ pub struct GateArgs {
     /// Timed operations per engine per round.
     #[arg(long, default_value_t = 3000)]
     ops: u64,
+    /// Add the checks this gate measures that the baseline lacks (ratios at this run's
+    /// median, default slack), keeping every check it has; for a gate that gained checks
+    /// (see docs/gate.md).
+    #[arg(long)]
+    add_new_checks: bool,
     /// Check only the deterministic counters (times from a debug build mean nothing).
+
     #[arg(long)]
     counters_only: bool,
     /// Self-test: open this engine in its full-frame reproduction of the seed report's
@@ -87,6 +93,13 @@ pub fn gate(args: GateArgs) -> ExitCode {
     if args.update_counters && (args.full_frame || args.update_baseline) {
         return usage_error(
             "--update-counters records the normal engine's counters into the existing baseline; drop --full-frame and --update-baseline",
+        );
+    }
+    if args.add_new_checks
+        && (args.full_frame || args.update_baseline || args.update_counters || args.counters_only)
+    {
+        return usage_error(
+            "--add-new-checks adds a full run's new checks of the normal engine to the existing baseline; drop --full-frame, --counters-only and the other --update flags",
         );
     }
     if args.update_baseline && (args.full_frame || args.counters_only) {
@@ -159,6 +172,22 @@ fn measure_and_judge(
     }
     first.counters.push(g.full_frame_reads()?);
 
+    if args.add_new_checks {
+        let Some(previous) = previous else {
+            return Err(format!("no baseline at {} to add to", args.baseline.display()).into());
+        };
+        let (b, added) = previous.with_new_checks(&first, provenance);
+        if added.is_empty() {
+            println!("no new checks: {} is unchanged", args.baseline.display());
+            return Ok(ExitCode::SUCCESS);
+        }
+        b.save(&args.baseline)?;
+        let mut rows = gate::evaluate(&b, &first, None);
+        rows.retain(|r| added.contains(&r.check));
+        print!("{}", gate::render_table(&rows));
+        println!("added to {}: {}", args.baseline.display(), added.join(", "));
+        return Ok(ExitCode::SUCCESS);
+    }
     if args.update_counters {
         let Some(previous) = previous else {
             return Err(format!("no baseline at {} to update", args.baseline.display()).into());
@@ -220,6 +249,14 @@ fn measure_and_judge(
     );
     if let Some(c) = &baseline.counters_provenance {
         println!("counters recorded {} at commit {}", c.date, c.commit);
+    }
+    for a in &baseline.additions {
+        println!(
+            "{} added {} at commit {}",
+            a.checks.join(", "),
+            a.provenance.date,
+            a.provenance.commit
+        );
     }
     if gate::passes(&rows) {
         println!("gate: pass");

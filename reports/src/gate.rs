@@ -158,6 +158,10 @@ pub struct GateBaseline {
     /// ratios belong to the machine kind they were measured on).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub counters_provenance: Option<Provenance>,
+    /// Checks added after the baseline was recorded (`ai-meta gate --add-new-checks`), each
+    /// group with the run that measured it: the other checks keep their recording.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub additions: Vec<Addition>,
 }
 
 /// One ratio as measured: the per-round ratios.
@@ -443,6 +447,15 @@ pub fn explain_failures(rows: &[Row]) -> String {
     out
 }
 
+/// Checks a later run added to a baseline, and that run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Addition {
+    /// The checks added.
+    pub checks: Vec<String>,
+    /// The run that measured them.
+    pub provenance: Provenance,
+}
+
 impl GateBaseline {
     /// A baseline recording `m`; slacks (and the order of checks) are kept from
     /// `previous` where it has the same check, `DEFAULT_SLACK` otherwise.
@@ -485,6 +498,7 @@ impl GateBaseline {
                 })
                 .collect(),
             counters_provenance: None,
+            additions: Vec::new(),
         }
     }
 
@@ -510,6 +524,50 @@ impl GateBaseline {
             counters_provenance: Some(provenance),
             ..self.clone()
         }
+    }
+
+    /// This baseline with the checks of `m` that it lacks added (a ratio at its median
+    /// with `DEFAULT_SLACK`, a counter at its value with the slack it asks for) and every
+    /// check it has kept as it is: what `--add-new-checks` writes after the gate gained
+    /// checks, so that they are guarded without recording the others again on another
+    /// day or machine kind. Returns the new baseline and the names of the checks added.
+    pub fn with_new_checks(
+        &self,
+        m: &GateMeasurement,
+        provenance: Provenance,
+    ) -> (GateBaseline, Vec<String>) {
+        let mut b = self.clone();
+        let mut added = Vec::new();
+        for r in &m.ratios {
+            if !b.ratios.iter().any(|x| x.check == r.check) {
+                b.ratios.push(RatioBound {
+                    check: r.check.clone(),
+                    what: r.what.clone(),
+                    ratio: r.median(),
+                    slack: DEFAULT_SLACK,
+                    cap: r.cap,
+                });
+                added.push(r.check.clone());
+            }
+        }
+        for c in &m.counters {
+            if !b.counters.iter().any(|x| x.check == c.check) {
+                b.counters.push(CounterBound {
+                    check: c.check.clone(),
+                    what: c.what.clone(),
+                    value: c.value,
+                    slack: c.slack,
+                });
+                added.push(c.check.clone());
+            }
+        }
+        if !added.is_empty() {
+            b.additions.push(Addition {
+                checks: added.clone(),
+                provenance,
+            });
+        }
+        (b, added)
     }
 
     /// Reads and checks a baseline file.
@@ -634,6 +692,43 @@ mod tests {
         // A counter measured higher is not loosened.
         let higher = updated.with_counters(&measurement(&[1.0], 90.0), later);
         assert_eq!(higher.counters[0].value, 80.0);
+    }
+
+    #[test]
+    fn adding_new_checks_keeps_every_recorded_one_and_says_which_were_added() {
+        let base = first_baseline(&measurement(&[1.0], 100.0), 3);
+        let mut later = measurement(&[9.0], 500.0);
+        later.ratios.push(RatioMeasured {
+            check: "manifest_cas/manifest_fits".into(),
+            what: "aimeta / lmdb".into(),
+            rounds: vec![1.1, 1.0, 1.2],
+            cap: None,
+        });
+        let mut p = provenance();
+        p.commit = "later".into();
+        let (added, names) = base.with_new_checks(&later, p);
+        assert_eq!(names, vec!["manifest_cas/manifest_fits".to_string()]);
+        assert_eq!(
+            added.ratios[..2],
+            base.ratios[..],
+            "recorded ratios untouched"
+        );
+        assert_eq!(added.counters, base.counters, "recorded counters untouched");
+        assert_eq!(added.ratios[2].ratio, 1.1);
+        assert_eq!(added.ratios[2].slack, DEFAULT_SLACK);
+        assert_eq!(added.additions.len(), 1);
+        assert_eq!(added.additions[0].provenance.commit, "later");
+        // It round-trips, and a run with nothing new adds no empty group.
+        let text = serde_json::to_string(&added).expect("json");
+        let back: GateBaseline = serde_json::from_str(&text).expect("parse");
+        assert_eq!(back, added);
+        let (same, none) = added.with_new_checks(&later, provenance());
+        assert!(none.is_empty());
+        assert_eq!(same, added);
+        // A baseline without additions reads as before.
+        assert!(!serde_json::to_string(&base)
+            .expect("json")
+            .contains("additions"));
     }
 
     #[test]

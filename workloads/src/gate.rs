@@ -48,11 +48,12 @@ pub fn trimmed_mean(nanos: &mut [u64]) -> f64 {
 pub const COLD_OPS: u64 = 50;
 
 /// The workloads the gate runs (both variants of each data set, fits and beyond).
-pub const GATE_WORKLOADS: [Workload; 5] = [
+pub const GATE_WORKLOADS: [Workload; 6] = [
     Workload::ManifestScan,
     Workload::ManifestGet,
     Workload::ManifestList,
     Workload::ManifestCount8000,
+    Workload::ManifestCas,
     Workload::KvchainLpm,
 ];
 
@@ -124,11 +125,14 @@ fn ratio_specs(pairs: &[Pair]) -> Vec<RatioSpec> {
         let ds = &p.planned.meta.name;
         match p.planned.data {
             Data::Manifest(_) => {
+                // The swaps come last: they change values (not their lengths) that the
+                // reads before them check.
                 for w in [
                     Workload::ManifestScan,
                     Workload::ManifestGet,
                     Workload::ManifestList,
                     Workload::ManifestCount8000,
+                    Workload::ManifestCas,
                 ] {
                     out.push(RatioSpec {
                         check: format!("{}/{ds}", w.name()),

@@ -28,6 +28,9 @@ const GROW_BYTES: u64 = 1 << 20;
 /// checkpoints, small beside a bulk load's epoch, which grows by chunks past it.
 const PREPARE_MAX_BYTES: u64 = 8 * GROW_BYTES;
 
+/// Bytes of one write of zeros when a log file grows or is prepared (see `fill_zeros`).
+const FILL_WRITE_BYTES: usize = 4096;
+
 struct Files {
     files: [Arc<dyn Storage>; 2],
     epoch: [u64; 2],
@@ -237,6 +240,12 @@ impl Wal {
             }
             records.extend(recs);
         }
+        // Records the durable checkpoint holds are not replayed, and their file may be in
+        // any state of being emptied for the next epoch: a power loss while
+        // `prepare_next` wrote its zeros can keep some of its writes and lose others, so
+        // an old file can come back with a record zeroed between two it kept. Only the
+        // records after the checkpoint must follow one another.
+        records.retain(|r| r.seq > checkpointed_seq);
         for w in records.windows(2) {
             if w[1].seq != w[0].seq + 1 {
                 return Err(WalError::Gap {
@@ -475,10 +484,16 @@ fn reset(file: &dyn Storage, epoch: u64, capacity: u64) -> Result<()> {
 
 /// Writes zeros to `file` from `from` up to `until`, a chunk at a time.
 fn fill_zeros(file: &dyn Storage, from: u64, until: u64) -> Result<()> {
-    let zeros = vec![0u8; GROW_BYTES.min(until.saturating_sub(from)) as usize];
+    // One page a write, not one write for the whole chunk: the OS cache keeps the pages a
+    // write creates in units of that write's size (large folios), and every later append
+    // of a few hundred bytes into such a unit walked all of its blocks in the file
+    // system's write path (perf: `ext4_block_write_begin`, a fifth of a compare-and-swap's
+    // time on data that fits, with a 1 MiB unit).
+    let zeros = [0u8; FILL_WRITE_BYTES];
     let mut at = from;
     while at < until {
-        let n = (until - at).min(zeros.len() as u64);
+        // Up to the next page boundary, so that every later write lands page-aligned.
+        let n = (FILL_WRITE_BYTES as u64 - at % FILL_WRITE_BYTES as u64).min(until - at);
         file.write_at(&zeros[..n as usize], at)?;
         at += n;
     }
@@ -735,6 +750,32 @@ mod tests {
         assert_eq!(seqs(&opened.records), vec![3, 4]);
         assert_eq!(opened.torn_tails, 0);
         Ok(())
+    }
+
+    #[test]
+    fn a_checkpointed_file_half_emptied_by_a_power_loss_is_not_a_gap() {
+        // Commits 1 to 3 in file 0, a checkpoint of 3, commit 4 in file 1.
+        let (disk, wal) = log_with(1);
+        let start_2 = nonzero_end(&raw(&disk, 0));
+        append(&wal, 2);
+        let end_2 = nonzero_end(&raw(&disk, 0));
+        append(&wal, 3);
+        assert!(wal.rotate(3).expect("rotate"));
+        append(&wal, 4);
+        drop(wal);
+        // `prepare_next` was filling file 0 with zeros, a page a write, when the power
+        // failed: the write over commit 2 reached the disk, the header's did not.
+        let mut half = raw(&disk, 0);
+        half[start_2..end_2].fill(0);
+        disk.write_raw(&dir().join(WAL_FILES[0]), half);
+        let opened = Wal::open(&disk, dir(), 3).expect("open after the checkpoint of 3");
+        assert_eq!(seqs(&opened.records), vec![4]);
+        // Without that checkpoint, commit 2 is lost, and opening says so.
+        let err = Wal::open(&disk, dir(), 0).err().expect("a gap");
+        assert!(
+            err.to_string().contains("gap") || format!("{err:?}").contains("Gap"),
+            "{err}"
+        );
     }
 
     #[test]
