@@ -41,6 +41,11 @@ pub struct GateArgs {
     /// (see docs/gate.md).
     #[arg(long)]
     add_new_checks: bool,
+    /// Record these ratio checks (comma-separated) again at this run's medians, keeping
+    /// their slack and every other check; refused for any that did not get lower. For a
+    /// gain to lock in (see docs/gate.md).
+    #[arg(long, value_delimiter = ',')]
+    lock_in: Vec<String>,
     /// Check only the deterministic counters (times from a debug build mean nothing).
 
     #[arg(long)]
@@ -100,6 +105,17 @@ pub fn gate(args: GateArgs) -> ExitCode {
     {
         return usage_error(
             "--add-new-checks adds a full run's new checks of the normal engine to the existing baseline; drop --full-frame, --counters-only and the other --update flags",
+        );
+    }
+    if !args.lock_in.is_empty()
+        && (args.full_frame
+            || args.update_baseline
+            || args.update_counters
+            || args.counters_only
+            || args.add_new_checks)
+    {
+        return usage_error(
+            "--lock-in records a full run's ratios of the normal engine into the existing baseline; drop --full-frame, --counters-only and the other --update and --add flags",
         );
     }
     if args.update_baseline && (args.full_frame || args.counters_only) {
@@ -188,6 +204,22 @@ fn measure_and_judge(
         println!("added to {}: {}", args.baseline.display(), added.join(", "));
         return Ok(ExitCode::SUCCESS);
     }
+    if !args.lock_in.is_empty() {
+        let Some(previous) = previous else {
+            return Err(format!("no baseline at {} to lock in to", args.baseline.display()).into());
+        };
+        let b = previous.with_locked_in(&first, &args.lock_in, provenance)?;
+        b.save(&args.baseline)?;
+        let mut rows = gate::evaluate(&b, &first, None);
+        rows.retain(|r| args.lock_in.contains(&r.check));
+        print!("{}", gate::render_table(&rows));
+        println!(
+            "locked in to {}: {}",
+            args.baseline.display(),
+            args.lock_in.join(", ")
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
     if args.update_counters {
         let Some(previous) = previous else {
             return Err(format!("no baseline at {} to update", args.baseline.display()).into());
@@ -252,8 +284,9 @@ fn measure_and_judge(
     }
     for a in &baseline.additions {
         println!(
-            "{} added {} at commit {}",
+            "{} {} {} at commit {}",
             a.checks.join(", "),
+            a.kind.verb(),
             a.provenance.date,
             a.provenance.commit
         );

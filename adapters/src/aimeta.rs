@@ -127,12 +127,7 @@ impl OrderedRead for AimetaEngine {
         if let Some(e) = end {
             b = b.until(e);
         }
-        let mut it = b.iter();
-        while let Some((k, v)) = it.next_entry().map_err(berr("scan"))? {
-            if !visit(k, v) {
-                break;
-            }
-        }
+        b.iter().for_each_entry(visit).map_err(berr("scan"))?;
         Ok(())
     }
 }
@@ -272,12 +267,11 @@ impl KvEngine for AimetaEngine {
         visit: &mut dyn FnMut(&[u8], &[u8]),
     ) -> Result<usize> {
         let mut it = self.tree.range().prefix(prefix).limit(limit).iter();
-        let mut n = 0;
-        while let Some((k, v)) = it.next_entry().map_err(berr("prefix scan"))? {
+        it.for_each_entry(&mut |k, v| {
             visit(k, v);
-            n += 1;
-        }
-        Ok(n)
+            true
+        })
+        .map_err(berr("prefix scan"))
     }
 
     fn scan_range(
@@ -287,12 +281,11 @@ impl KvEngine for AimetaEngine {
         visit: &mut dyn FnMut(&[u8], &[u8]),
     ) -> Result<usize> {
         let mut it = self.tree.range().from(start_inclusive).limit(limit).iter();
-        let mut n = 0;
-        while let Some((k, v)) = it.next_entry().map_err(berr("range scan"))? {
+        it.for_each_entry(&mut |k, v| {
             visit(k, v);
-            n += 1;
-        }
-        Ok(n)
+            true
+        })
+        .map_err(berr("range scan"))
     }
 
     fn list_delimited(

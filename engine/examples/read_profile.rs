@@ -353,6 +353,16 @@ fn measure(tree: &Tree, op: &str, keys: &[Vec<u8>]) -> u64 {
                 }
             }
         }
+        "range_visit" => {
+            for k in keys {
+                let mut it = tree.range().limit(100).from(k.as_slice()).iter();
+                it.for_each_entry(&mut |k, v| {
+                    sum += (k.len() + v.len()) as u64;
+                    true
+                })
+                .expect("scan");
+            }
+        }
         other => panic!("unknown op {other}"),
     }
     black_box(sum)

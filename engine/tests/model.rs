@@ -8,7 +8,7 @@ mod common;
 use std::collections::BTreeMap;
 use std::ops::Bound;
 
-use aimeta_engine::{DataReads, Readable, Tree, TreeConfig, MAX_KEY_LEN};
+use aimeta_engine::{DataReads, RangeBuilder, Readable, Tree, TreeConfig, MAX_KEY_LEN};
 use common::{apply_batch, env_count, model_list, model_lpm, model_range, Ops};
 use proptest::prelude::*;
 
@@ -37,6 +37,28 @@ enum Op {
 /// Keys over a small alphabet so that they share prefixes, are prefixes of each other
 /// and hold 0x00 and 0xFF bytes; now and then a long one, up to the longest accepted
 /// (long keys of one start are prefixes of each other, as path keys of a chain are).
+/// The range scan an `Op::Range` describes.
+fn range_of(
+    tree: &Tree,
+    lo: &Bound<Vec<u8>>,
+    hi: &Bound<Vec<u8>>,
+    prefix: Option<&[u8]>,
+    rev: bool,
+    limit: Option<usize>,
+) -> RangeBuilder {
+    let mut b = tree.range().bounds((lo.clone(), hi.clone()));
+    if let Some(p) = prefix {
+        b = b.prefix(p);
+    }
+    if rev {
+        b = b.rev();
+    }
+    if let Some(l) = limit {
+        b = b.limit(l);
+    }
+    b
+}
+
 fn key() -> impl Strategy<Value = Vec<u8>> {
     prop_oneof![
         16 => prop::collection::vec(prop::sample::select(vec![0x00u8, b'/', b'a', b'b', b'c', 0xFF]), 1..7),
@@ -180,19 +202,21 @@ fn run(ops: Vec<Op>, reads: DataReads) -> Result<(), TestCaseError> {
                 );
             }
             Op::Range(lo, hi, prefix, rev, limit) => {
-                let mut b = tree.range().bounds((lo.clone(), hi.clone()));
-                if let Some(p) = &prefix {
-                    b = b.prefix(p);
-                }
-                if rev {
-                    b = b.rev();
-                }
-                if let Some(l) = limit {
-                    b = b.limit(l);
-                }
-                let got: Vec<_> = b.iter().collect::<Result<_, _>>().expect("range");
+                let scan = || range_of(&tree, &lo, &hi, prefix.as_deref(), rev, limit);
+                let got: Vec<_> = scan().iter().collect::<Result<_, _>>().expect("range");
                 let want = model_range(&model, &lo, &hi, prefix.as_deref(), rev, limit);
-                prop_assert_eq!(got, want, "range, op {}", n);
+                prop_assert_eq!(&got, &want, "range, op {}", n);
+                // The visitor path hands out the same entries.
+                let mut visited = Vec::new();
+                let count = scan()
+                    .iter()
+                    .for_each_entry(&mut |k, v| {
+                        visited.push((k.to_vec(), v.to_vec()));
+                        true
+                    })
+                    .expect("range visit");
+                prop_assert_eq!(count, visited.len());
+                prop_assert_eq!(visited, want, "range visit, op {}", n);
             }
             Op::List(prefix, delim, start_after, limit) => {
                 let mut b = tree.scan_keys().prefix(&prefix);

@@ -447,13 +447,43 @@ pub fn explain_failures(rows: &[Row]) -> String {
     out
 }
 
-/// Checks a later run added to a baseline, and that run.
+/// Checks a later run added to a baseline (or recorded again), and that run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Addition {
     /// The checks added.
     pub checks: Vec<String>,
     /// The run that measured them.
     pub provenance: Provenance,
+    /// Whether they were new checks or ratios recorded again lower.
+    #[serde(default, skip_serializing_if = "AdditionKind::is_new")]
+    pub kind: AdditionKind,
+}
+
+/// How a later run changed a baseline's checks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum AdditionKind {
+    /// Checks the baseline lacked (`ai-meta gate --add-new-checks`).
+    #[default]
+    New,
+    /// Ratios recorded again at a lower median, to lock in a gain (`ai-meta gate
+    /// --lock-in`).
+    LockedIn,
+}
+
+impl AdditionKind {
+    fn is_new(&self) -> bool {
+        *self == AdditionKind::New
+    }
+
+    /// The verb the gate prints for it.
+    pub fn verb(self) -> &'static str {
+        match self {
+            AdditionKind::New => "added",
+            AdditionKind::LockedIn => "locked in",
+        }
+    }
 }
 
 impl GateBaseline {
@@ -565,9 +595,50 @@ impl GateBaseline {
             b.additions.push(Addition {
                 checks: added.clone(),
                 provenance,
+                kind: AdditionKind::New,
             });
         }
         (b, added)
+    }
+
+    /// This baseline with the ratio checks named in `checks` recorded again at `m`'s
+    /// medians, keeping their slack and cap, and every other check as it is: a gain
+    /// locked in. Fails, changing nothing, when a check is not a ratio of both the
+    /// baseline and `m`, or when its median is not below its recorded ratio (recording
+    /// it higher would loosen the gate; that is `--update-baseline`, with a reason).
+    pub fn with_locked_in(
+        &self,
+        m: &GateMeasurement,
+        checks: &[String],
+        provenance: Provenance,
+    ) -> Result<GateBaseline, String> {
+        let mut b = self.clone();
+        for name in checks {
+            let Some(measured) = m.ratios.iter().find(|r| &r.check == name) else {
+                return Err(format!("{name}: this run measured no such ratio"));
+            };
+            let Some(bound) = b.ratios.iter_mut().find(|r| &r.check == name) else {
+                return Err(format!(
+                    "{name}: the baseline has no such ratio (new checks: --add-new-checks)"
+                ));
+            };
+            let median = measured.median();
+            if median >= bound.ratio {
+                return Err(format!(
+                    "{name}: measured {median:.3}, not below the recorded {:.3}; nothing to lock in",
+                    bound.ratio
+                ));
+            }
+            bound.ratio = median;
+        }
+        if !checks.is_empty() {
+            b.additions.push(Addition {
+                checks: checks.to_vec(),
+                provenance,
+                kind: AdditionKind::LockedIn,
+            });
+        }
+        Ok(b)
     }
 
     /// Reads and checks a baseline file.
@@ -729,6 +800,36 @@ mod tests {
         assert!(!serde_json::to_string(&base)
             .expect("json")
             .contains("additions"));
+    }
+
+    #[test]
+    fn locking_in_lowers_only_the_named_ratios_and_never_raises_one() {
+        let base = first_baseline(&measurement(&[1.0], 100.0), 3);
+        let name = base.ratios[0].check.clone();
+        let mut p = provenance();
+        p.commit = "faster".into();
+        let lower = measurement(&[0.6], 100.0);
+        let locked = base
+            .with_locked_in(&lower, std::slice::from_ref(&name), p.clone())
+            .expect("lower");
+        assert_eq!(locked.ratios[0].ratio, 0.6);
+        assert_eq!(locked.ratios[0].slack, base.ratios[0].slack);
+        assert_eq!(locked.ratios[1..], base.ratios[1..], "the others untouched");
+        assert_eq!(locked.counters, base.counters);
+        assert_eq!(locked.additions.len(), 1);
+        assert_eq!(locked.additions[0].kind, AdditionKind::LockedIn);
+        let text = serde_json::to_string(&locked).expect("json");
+        assert!(text.contains("locked_in"));
+        let back: GateBaseline = serde_json::from_str(&text).expect("parse");
+        assert_eq!(back, locked);
+        // Higher or equal is refused, as is a name the run or the baseline lacks.
+        let higher = measurement(&[1.2], 100.0);
+        assert!(base
+            .with_locked_in(&higher, std::slice::from_ref(&name), p.clone())
+            .is_err());
+        assert!(base
+            .with_locked_in(&lower, &["no/such".to_string()], p)
+            .is_err());
     }
 
     #[test]

@@ -48,8 +48,9 @@ pub fn trimmed_mean(nanos: &mut [u64]) -> f64 {
 pub const COLD_OPS: u64 = 50;
 
 /// The workloads the gate runs (both variants of each data set, fits and beyond).
-pub const GATE_WORKLOADS: [Workload; 6] = [
+pub const GATE_WORKLOADS: [Workload; 7] = [
     Workload::ManifestScan,
+    Workload::ManifestRange100,
     Workload::ManifestGet,
     Workload::ManifestList,
     Workload::ManifestCount8000,
@@ -129,6 +130,7 @@ fn ratio_specs(pairs: &[Pair]) -> Vec<RatioSpec> {
                 // reads before them check.
                 for w in [
                     Workload::ManifestScan,
+                    Workload::ManifestRange100,
                     Workload::ManifestGet,
                     Workload::ManifestList,
                     Workload::ManifestCount8000,

@@ -15,6 +15,9 @@ use crate::error::Result;
 use crate::page::{PageId, ValueCell};
 use crate::pool::{Access, BufferPool, Page, ScanIo};
 
+mod run;
+pub use run::RunEnd;
+
 /// Scan direction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Direction {

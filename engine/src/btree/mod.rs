@@ -16,7 +16,7 @@ mod write;
 
 pub use bulk::bulk_load;
 pub use check::{check_tree, CheckReport};
-pub use cursor::{Cursor, ScanBounds};
+pub use cursor::{Cursor, RunEnd, ScanBounds};
 #[cfg(test)]
 pub use keys::prefix_successor;
 pub use keys::{prefix_successor_into, KeyItem, ListState};

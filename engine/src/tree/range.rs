@@ -5,7 +5,7 @@ use std::ops::{Bound, RangeBounds};
 use super::builder::{into_iter_by_iter, setters};
 use super::scan::{prefix_end, recycle, ScanSource};
 use super::spare;
-use crate::btree::{read_value, Cursor};
+use crate::btree::{read_value, Cursor, RunEnd};
 use crate::error::Result;
 use crate::page::ValueCell;
 
@@ -120,6 +120,9 @@ pub struct Range {
 }
 
 impl Range {
+    // Inlined into `next_entry`, whose per-entry cost it is (a call here cost 23
+    // instructions an entry under callgrind).
+    #[inline(always)]
     fn position(&mut self) -> Result<()> {
         let c = &mut self.cursor;
         if !self.started {
@@ -154,8 +157,14 @@ impl Range {
         if unbounded {
             return true;
         }
+        self.leaf_inside() || self.within(self.cursor.key())
+    }
+
+    /// Whether every key of the cursor's leaf is within the far bound: its far edge key is,
+    /// checked once per leaf entered.
+    fn leaf_inside(&mut self) -> bool {
         let seq = self.cursor.leaf_entered();
-        let inside = match self.leaf_checked {
+        match self.leaf_checked {
             Some((checked, inside)) if checked == seq => inside,
             _ => {
                 let inside =
@@ -163,8 +172,7 @@ impl Range {
                 self.leaf_checked = Some((seq, inside));
                 inside
             }
-        };
-        inside || self.within(self.cursor.key())
+        }
     }
 
     /// Whether `k` is within the far bound.
@@ -218,6 +226,68 @@ impl Range {
                 Ok(None)
             }
         }
+    }
+
+    /// Hands each remaining entry to `visit`, in order, until it returns false or the
+    /// range ends; returns the number of entries visited. The same entries as calling
+    /// [`Range::next_entry`] until it returns None (and the two mix: the scan goes on
+    /// after the last entry either handed out), but a forward scan visits each leaf's
+    /// entries in one loop, without stepping the cursor entry by entry: the fast path of
+    /// a scan whose consumer takes entries as they come.
+    pub fn for_each_entry(&mut self, visit: &mut dyn FnMut(&[u8], &[u8]) -> bool) -> Result<usize> {
+        let mut visited = 0;
+        if self.rev {
+            while let Some((k, v)) = self.next_entry()? {
+                visited += 1;
+                if !visit(k, v) {
+                    break;
+                }
+            }
+            return Ok(visited);
+        }
+        while !self.done && self.left != Some(0) {
+            self.cursor.remaining = self.left.map(|n| n as u64);
+            if let Err(e) = self.position() {
+                self.done = true;
+                return Err(e);
+            }
+            if !self.cursor.valid() {
+                self.done = true;
+                break;
+            }
+            // A leaf whose last key is within the far bound needs no comparison per entry.
+            let check = if matches!(self.hi, Bound::Unbounded) || self.leaf_inside() {
+                &Bound::Unbounded
+            } else {
+                &self.hi
+            };
+            let max = self.left.unwrap_or(usize::MAX);
+            let (n, end) = match self
+                .cursor
+                .run_forward_in_leaf(max, check, &mut self.value, visit)
+            {
+                Ok(run) => run,
+                Err(e) => {
+                    self.done = true;
+                    return Err(e);
+                }
+            };
+            visited += n;
+            if let Some(left) = &mut self.left {
+                *left -= n;
+            }
+            match end {
+                RunEnd::Exhausted if n > 0 => {}
+                RunEnd::Stopped => break,
+                // Out of range, or a leaf that had nothing from the position (only an
+                // empty tree's root leaf).
+                _ => {
+                    self.done = true;
+                    break;
+                }
+            }
+        }
+        Ok(visited)
     }
 }
 

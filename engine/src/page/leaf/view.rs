@@ -173,7 +173,7 @@ impl<'a> LeafView<'a> {
     /// Turns `key`, holding key `i - 1` (or anything, when `i` is a restart), into key
     /// `i`; `prefix_len` is the length of the page prefix at the start of `key`. Returns
     /// the page offset of entry `i`'s plain part (see [`LeafView::value_at`]).
-    #[inline]
+    #[inline(always)]
     pub fn step_key(&self, i: usize, prefix_len: usize, key: &mut Vec<u8>) -> usize {
         let (shared, fragment, plain) = self.parts_and_plain(i);
         key.truncate(prefix_len + shared);
