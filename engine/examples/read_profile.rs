@@ -13,7 +13,8 @@
 //! extend a stored chain by two phantom levels (80 %) or fall between chains (20 %).
 //! `cas` (manifest shapes) swaps a random stored key's value, one commit each. `scan`
 //! (manifest shapes) reads the first 100 entries of a random shard's prefix, `range` the
-//! 100 entries from a random stored key.
+//! 100 entries from a random stored key, stepping, and `range_visit` the same entries
+//! through `Range::for_each_entry`.
 //! The pool budget is 16 MiB with asynchronous log durability, as in the harness; misses
 //! read as `READ_PROFILE_READS` says (mapped, the default, direct, buffered or shared),
 //! `READ_PROFILE_FILTER` gives the stored-key filter's bits a key (default 0, none), and
