@@ -149,8 +149,9 @@ pub struct GateBaseline {
     /// ratios belong to the machine kind they were measured on).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub counters_provenance: Option<Provenance>,
-    /// Checks added after the baseline was recorded (`ai-meta gate --add-new-checks`), each
-    /// group with the run that measured it: the other checks keep their recording.
+    /// Checks added after the baseline was recorded (`ai-meta gate --add-new-checks`) or
+    /// recorded again lower (`--lock-in`), each group with the run that measured it: the
+    /// other checks keep their recording.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub additions: Vec<Addition>,
 }
