@@ -58,7 +58,7 @@ fn options() -> Result<RunOptions, String> {
         full_frame: true,
         trace: None,
         rate: None,
-        device_floor: false,
+        device_floor: None,
         command: format!("cargo bench --bench ai_meta (scale {})", scale.name),
     })
 }

@@ -92,7 +92,8 @@ fn parse(args: &SweepArgs) -> Result<SweepOptions, String> {
     run.pg_url = args.pg_url.clone();
     run.etcd_endpoints = crate::cli_run::etcd_endpoints(&args.etcd_endpoints);
     run.read_consistency = crate::cli_run::parse_read_consistency(&args.etcd_reads)?;
-    run.device_floor = !args.no_device_floor;
+    run.device_floor =
+        (!args.no_device_floor).then(aimeta_workloads::device::FloorOptions::default);
     Ok(SweepOptions {
         run,
         sizes: if sizes.is_empty() {

@@ -417,6 +417,7 @@ mod tests {
             trace: None,
             working_set: None,
             alloc_per_op: None,
+            device_beside: None,
         }
     }
 

@@ -131,6 +131,28 @@ fn variant(results: &Results, w: &str, ds: &str, engine: &str, v: Option<&str>) 
     results.find(w, ds, engine, v).and_then(ok_mean)
 }
 
+/// Which device latency a get past the budget is held against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum DeviceReads {
+    /// The probe's reads beside the gets, in the same timed phase (`device_beside`).
+    Beside,
+    /// The floor measured before the run (`device.read_4k_qd1`).
+    BeforeTheRun,
+}
+
+/// This engine's get over the device's 4 KiB read times the pool's misses per get: 1.0
+/// is nothing but the disk. None where the record has no misses (the data fits) or the
+/// file has no such device latency.
+fn to_device(results: &Results, ds: &str, reads: DeviceReads) -> Option<f64> {
+    let r = results.find("manifest_get", ds, ENGINE, None)?;
+    let misses = r.io_per_op.map(|io| io.page_misses).filter(|m| *m > 0.0)?;
+    let device = match reads {
+        DeviceReads::Beside => r.device_beside.map(|l| l.mean),
+        DeviceReads::BeforeTheRun => results.device.as_ref().map(|d| d.read_4k_qd1.mean),
+    }?;
+    div(ok_mean(r), Some(device * misses))
+}
+
 fn size(results: &Results, ds: &str, engine: &str) -> Option<f64> {
     results
         .find("bulk_load", ds, engine, None)
@@ -247,6 +269,22 @@ fn ratios_to_lmdb(workload: &str) -> Vec<Ratio> {
             (
                 "size on disk / lmdb's".into(),
                 Box::new(|r: &Results, ds: &str| div(size(r, ds, ENGINE), size(r, ds, LMDB))),
+            ),
+        ],
+        "manifest_get" => vec![
+            (
+                "aimeta / lmdb".into(),
+                Box::new(move |r: &Results, ds: &str| {
+                    div(best(r, &w, ds, ENGINE), best(r, &w, ds, LMDB))
+                }),
+            ),
+            (
+                "aimeta / (device beside it x misses)".into(),
+                Box::new(|r: &Results, ds: &str| to_device(r, ds, DeviceReads::Beside)),
+            ),
+            (
+                "aimeta / (device before the run x misses)".into(),
+                Box::new(|r: &Results, ds: &str| to_device(r, ds, DeviceReads::BeforeTheRun)),
             ),
         ],
         _ => vec![(
@@ -378,6 +416,7 @@ mod tests {
             trace: None,
             working_set: None,
             alloc_per_op: None,
+            device_beside: None,
         }
     }
 
@@ -506,6 +545,51 @@ mod tests {
             .find(|r| r.what == "aimeta / best other engine, offset_uniform")
             .map(RatioRow::median);
         assert_eq!(offset, Some(0.25), "{rows:?}");
+    }
+
+    #[test]
+    fn a_get_past_the_budget_is_held_against_the_device_beside_it_and_before_the_run() {
+        let mut r = run(1.0, 1.0);
+        let mut get = rec("manifest_get", "aimeta", None, 99_000.0);
+        get.io_per_op = Some(crate::IoPerOp {
+            page_misses: 0.99,
+            ..Default::default()
+        });
+        get.device_beside = Some(Latency {
+            mean: 50_000.0,
+            ..Latency::default()
+        });
+        r.records.push(get);
+        r.records.push(rec("manifest_get", "lmdb", None, 99_000.0));
+        let ratio = |r: &Results, what: &str| {
+            ratio_rows(std::slice::from_ref(r))
+                .into_iter()
+                .find(|row| row.workload == "manifest_get" && row.what == what)
+                .map(|row| row.median())
+        };
+        let beside = ratio(&r, "aimeta / (device beside it x misses)");
+        assert!(beside.is_some_and(|x| (x - 2.0).abs() < 1e-9), "{beside:?}");
+        // No floor measured before this run: no such row.
+        assert_eq!(ratio(&r, "aimeta / (device before the run x misses)"), None);
+        r.device = Some(crate::DeviceFloor {
+            path: "/w".into(),
+            file_bytes: 1,
+            direct: true,
+            read_4k_qd1: Latency {
+                mean: 100_000.0,
+                ..Latency::default()
+            },
+            iops_qd1: 1.0,
+            iops_qd8: 1.0,
+            secs: 1.0,
+        });
+        let before = ratio(&r, "aimeta / (device before the run x misses)");
+        assert!(before.is_some_and(|x| (x - 1.0).abs() < 1e-9), "{before:?}");
+        // On data that fits a get misses nothing: no device ratio at all.
+        if let Some(get) = r.records.iter_mut().find(|x| x.workload == "manifest_get") {
+            get.io_per_op = Some(crate::IoPerOp::default());
+        }
+        assert_eq!(ratio(&r, "aimeta / (device beside it x misses)"), None);
     }
 
     #[test]

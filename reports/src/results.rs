@@ -274,6 +274,13 @@ pub struct Record {
     /// and workload code together; PostgreSQL's server allocates in its own processes).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub alloc_per_op: Option<AllocPerOp>,
+    /// The device's latency beside these operations: random 4 KiB reads of a probe file
+    /// that bypass the page cache, one right after each timed operation, outside its time.
+    /// A get past the budget compares with it (times its page misses) rather than with
+    /// the floor measured before the run, minutes away on a device that drifts. Recorded
+    /// for single-threaded point gets on data past the budget, when the device is measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_beside: Option<Latency>,
 }
 
 /// How a working set was worked out.
@@ -518,6 +525,7 @@ mod tests {
                 trace: None,
                 working_set: None,
                 alloc_per_op: None,
+                device_beside: None,
             }],
         }
     }

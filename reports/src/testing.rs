@@ -112,6 +112,7 @@ pub(crate) fn trace_record(
         }),
         working_set: None,
         alloc_per_op: None,
+        device_beside: None,
     }
 }
 

@@ -72,11 +72,11 @@ pub enum DeviceError {
 }
 
 /// The probe file, removed when dropped.
-struct Probe {
+struct ProbeFile {
     path: PathBuf,
 }
 
-impl Drop for Probe {
+impl Drop for ProbeFile {
     fn drop(&mut self) {
         let _ = fs::remove_file(&self.path);
     }
@@ -90,115 +90,208 @@ fn aligned(buf: &mut [u8]) -> &mut [u8] {
     &mut buf[skip..end]
 }
 
-/// Random 4 KiB reads from `file` (pages `0..pages`) until `secs` pass; their latencies.
-fn read_for(
-    file: &File,
+/// A file of random bytes under the work directory, open for reads that bypass the page
+/// cache, removed when the probe is dropped. A run keeps it for its whole length, so that
+/// a timed phase can read the device beside its operations (see [`ProbeReader`]).
+pub struct DeviceProbe {
+    dir: PathBuf,
+    file: File,
     pages: u64,
-    secs: f64,
-    seed: u64,
-) -> std::io::Result<hdrhistogram::Histogram<u64>> {
-    let mut rng = seeded(seed);
-    let mut storage = vec![0u8; 2 * READ_BYTES];
-    let buf = aligned(&mut storage);
-    let mut hist = histogram();
-    let until = Instant::now() + Duration::from_secs_f64(secs);
-    while Instant::now() < until {
-        let offset = rng.random_range(0..pages) * READ_BYTES as u64;
+    direct: bool,
+    file_bytes: u64,
+    // Declared last: dropped after `file` is closed.
+    _removed_on_drop: ProbeFile,
+}
+
+impl std::fmt::Debug for DeviceProbe {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DeviceProbe")
+            .field("path", &self._removed_on_drop.path)
+            .field("file_bytes", &self.file_bytes)
+            .field("direct", &self.direct)
+            .finish()
+    }
+}
+
+impl DeviceProbe {
+    /// Writes a probe file of `file_bytes` under `dir` (synced, then dropped from the
+    /// page cache) and opens it with O_DIRECT, or without where the file system refuses
+    /// it (tmpfs).
+    pub fn create(dir: &Path, file_bytes: u64) -> Result<DeviceProbe, DeviceError> {
+        let path = dir.join(format!(".ai-meta-device-floor-{}", std::process::id()));
+        let file_bytes = file_bytes.max(READ_BYTES as u64);
+        let need_mib = file_bytes >> 20;
+        let err = |step: &'static str| {
+            let (dir, path) = (dir.to_path_buf(), path.clone());
+            move |source: std::io::Error| DeviceError::Io {
+                dir,
+                path,
+                step,
+                need_mib,
+                source,
+            }
+        };
+        fs::create_dir_all(dir).map_err(err("creating"))?;
+        let removed = ProbeFile { path: path.clone() };
+        {
+            // Data that no layer below can compress or treat as a hole.
+            let mut chunk = vec![0u8; 1 << 20];
+            let mut rng = seeded(derive_seed(0, &[b"device floor"]));
+            for b in chunk.iter_mut() {
+                *b = rng.random::<u8>();
+            }
+            let mut f = File::create(&path).map_err(err("creating"))?;
+            let mut left = file_bytes;
+            while left > 0 {
+                let n = left.min(chunk.len() as u64) as usize;
+                f.write_all(&chunk[..n]).map_err(err("writing"))?;
+                left -= n as u64;
+            }
+            f.sync_all().map_err(err("syncing"))?;
+            // Clean now: the written pages leave the page cache instead of holding host
+            // memory for the length of the run.
+            rustix::fs::fadvise(&f, 0, None, rustix::fs::Advice::DontNeed)
+                .map_err(|e| err("dropping from the page cache")(e.into()))?;
+        }
+        let (file, direct) = match rustix::fs::open(
+            &path,
+            OFlags::RDONLY | OFlags::DIRECT | OFlags::CLOEXEC,
+            Mode::empty(),
+        ) {
+            Ok(fd) => (File::from(fd), true),
+            Err(_) => (File::open(&path).map_err(err("opening"))?, false),
+        };
+        Ok(DeviceProbe {
+            dir: dir.to_path_buf(),
+            file,
+            pages: file_bytes / READ_BYTES as u64,
+            direct,
+            file_bytes,
+            _removed_on_drop: removed,
+        })
+    }
+
+    /// Whether the reads bypass the page cache (false where O_DIRECT is refused: each
+    /// read may then be served from memory, and the floor says so).
+    pub fn direct(&self) -> bool {
+        self.direct
+    }
+
+    /// A reader of random pages of the probe, its offsets drawn from `seed`; its buffer is
+    /// allocated here, so that its reads allocate nothing.
+    pub fn reader(&self, seed: u64) -> ProbeReader<'_> {
+        ProbeReader {
+            probe: self,
+            rng: seeded(seed),
+            storage: vec![0u8; 2 * READ_BYTES],
+        }
+    }
+
+    fn io_error(&self, step: &'static str, source: std::io::Error) -> DeviceError {
+        DeviceError::Io {
+            dir: self.dir.clone(),
+            path: self._removed_on_drop.path.clone(),
+            step,
+            need_mib: self.file_bytes >> 20,
+            source,
+        }
+    }
+
+    /// The floor: `o.qd1_secs` of random reads at queue depth 1, then `o.qd8_secs` of
+    /// them from 8 threads at once (`o.file_bytes` is the caller's, given to
+    /// [`DeviceProbe::create`]).
+    pub fn floor(&self, o: FloorOptions) -> Result<DeviceFloor, DeviceError> {
+        let started = Instant::now();
+        if !self.direct {
+            // Reads of a file in the page cache would measure memory: drop it first.
+            rustix::fs::fadvise(&self.file, 0, None, rustix::fs::Advice::DontNeed)
+                .map_err(|e| self.io_error("dropping from the page cache", e.into()))?;
+        }
+        let qd1_start = Instant::now();
+        let qd1 = self
+            .reader(1)
+            .read_for(o.qd1_secs)
+            .map_err(|e| self.io_error("reading", e))?;
+        let qd1_secs = qd1_start.elapsed().as_secs_f64();
+        let qd8_start = Instant::now();
+        let counts: Vec<std::io::Result<u64>> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..8u64)
+                .map(|t| {
+                    s.spawn(move || self.reader(100 + t).read_for(o.qd8_secs).map(|h| h.len()))
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Err(std::io::Error::other("a reader thread panicked")))
+                })
+                .collect()
+        });
+        let qd8_wall = qd8_start.elapsed().as_secs_f64();
+        let mut qd8_reads = 0;
+        for c in counts {
+            qd8_reads += c.map_err(|e| self.io_error("reading at queue depth 8", e))?;
+        }
+        Ok(DeviceFloor {
+            path: self.dir.display().to_string(),
+            file_bytes: self.file_bytes,
+            direct: self.direct,
+            read_4k_qd1: latency(&qd1),
+            iops_qd1: qd1.len() as f64 / qd1_secs.max(1e-9),
+            iops_qd8: qd8_reads as f64 / qd8_wall.max(1e-9),
+            secs: started.elapsed().as_secs_f64(),
+        })
+    }
+}
+
+/// Random 4 KiB reads of a [`DeviceProbe`], one at a time.
+pub struct ProbeReader<'a> {
+    probe: &'a DeviceProbe,
+    rng: crate::gen::Rng,
+    storage: Vec<u8>,
+}
+
+impl ProbeReader<'_> {
+    /// One random 4 KiB read; the nanoseconds it took.
+    pub fn read_one(&mut self) -> Result<u64, DeviceError> {
+        self.read().map_err(|e| self.probe.io_error("reading", e))
+    }
+
+    fn read(&mut self) -> std::io::Result<u64> {
+        let offset = self.rng.random_range(0..self.probe.pages) * READ_BYTES as u64;
+        let buf = aligned(&mut self.storage);
         let start = Instant::now();
-        let n = rustix::io::pread(file, &mut *buf, offset).map_err(std::io::Error::from)?;
-        hist.saturating_record((start.elapsed().as_nanos() as u64).max(1));
+        let n = rustix::io::pread(&self.probe.file, buf, offset).map_err(std::io::Error::from)?;
+        let nanos = (start.elapsed().as_nanos() as u64).max(1);
         if n != READ_BYTES {
             return Err(std::io::Error::new(
                 std::io::ErrorKind::UnexpectedEof,
                 format!("read {n} bytes at offset {offset}, expected {READ_BYTES}"),
             ));
         }
+        Ok(nanos)
     }
-    Ok(hist)
+
+    /// Reads until `secs` pass; their latencies.
+    fn read_for(&mut self, secs: f64) -> std::io::Result<hdrhistogram::Histogram<u64>> {
+        let mut hist = histogram();
+        let until = Instant::now() + Duration::from_secs_f64(secs);
+        while Instant::now() < until {
+            hist.saturating_record(self.read()?);
+        }
+        Ok(hist)
+    }
 }
 
-/// Measures the device under `dir`.
+/// Measures the device under `dir` with a probe file written for the purpose and removed
+/// afterwards.
 pub fn measure_floor(dir: &Path, o: FloorOptions) -> Result<DeviceFloor, DeviceError> {
     let started = Instant::now();
-    let path = dir.join(format!(".ai-meta-device-floor-{}", std::process::id()));
-    let need_mib = o.file_bytes >> 20;
-    let err = |step: &'static str| {
-        let (dir, path) = (dir.to_path_buf(), path.clone());
-        move |source: std::io::Error| DeviceError::Io {
-            dir,
-            path,
-            step,
-            need_mib,
-            source,
-        }
-    };
-    fs::create_dir_all(dir).map_err(err("creating"))?;
-    let probe = Probe { path: path.clone() };
-    {
-        // Data that no layer below can compress or treat as a hole.
-        let mut chunk = vec![0u8; 1 << 20];
-        let mut rng = seeded(derive_seed(0, &[b"device floor"]));
-        for b in chunk.iter_mut() {
-            *b = rng.random::<u8>();
-        }
-        let mut f = File::create(&probe.path).map_err(err("creating"))?;
-        let mut left = o.file_bytes.max(READ_BYTES as u64);
-        while left > 0 {
-            let n = left.min(chunk.len() as u64) as usize;
-            f.write_all(&chunk[..n]).map_err(err("writing"))?;
-            left -= n as u64;
-        }
-        f.sync_all().map_err(err("syncing"))?;
-    }
-    let pages = o.file_bytes.max(READ_BYTES as u64) / READ_BYTES as u64;
-    let (file, direct) = match rustix::fs::open(
-        &probe.path,
-        OFlags::RDONLY | OFlags::DIRECT | OFlags::CLOEXEC,
-        Mode::empty(),
-    ) {
-        Ok(fd) => (File::from(fd), true),
-        Err(_) => {
-            let f = File::open(&probe.path).map_err(err("opening"))?;
-            rustix::fs::fadvise(&f, 0, None, rustix::fs::Advice::DontNeed)
-                .map_err(|e| err("dropping from the page cache")(e.into()))?;
-            (f, false)
-        }
-    };
-    let qd1_start = Instant::now();
-    let qd1 = read_for(&file, pages, o.qd1_secs, 1).map_err(err("reading"))?;
-    let qd1_secs = qd1_start.elapsed().as_secs_f64();
-    let qd8_start = Instant::now();
-    let counts: Vec<std::io::Result<u64>> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..8u64)
-            .map(|t| {
-                let file = &file;
-                s.spawn(move || read_for(file, pages, o.qd8_secs, 100 + t).map(|h| h.len()))
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err(std::io::Error::other("a reader thread panicked")))
-            })
-            .collect()
-    });
-    let qd8_wall = qd8_start.elapsed().as_secs_f64();
-    let mut qd8_reads = 0;
-    for c in counts {
-        qd8_reads += c.map_err(err("reading at queue depth 8"))?;
-    }
-    drop(file);
-    drop(probe);
-    Ok(DeviceFloor {
-        path: dir.display().to_string(),
-        file_bytes: o.file_bytes,
-        direct,
-        read_4k_qd1: latency(&qd1),
-        iops_qd1: qd1.len() as f64 / qd1_secs.max(1e-9),
-        iops_qd8: qd8_reads as f64 / qd8_wall.max(1e-9),
-        secs: started.elapsed().as_secs_f64(),
-    })
+    let probe = DeviceProbe::create(dir, o.file_bytes)?;
+    let mut floor = probe.floor(o)?;
+    floor.secs = started.elapsed().as_secs_f64();
+    Ok(floor)
 }
 
 #[cfg(test)]
@@ -219,6 +312,30 @@ mod tests {
         assert!(floor.read_4k_qd1.p50 > 0.0 && floor.read_4k_qd1.min <= floor.read_4k_qd1.max);
         assert!(floor.iops_qd1 > 0.0 && floor.iops_qd8 > 0.0);
         assert_eq!(floor.file_bytes, 4 << 20);
+        assert_eq!(
+            fs::read_dir(dir.path())?.count(),
+            0,
+            "the probe file is gone"
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn a_probe_reads_beside_other_work_and_is_removed_when_dropped(
+    ) -> Result<(), Box<dyn std::error::Error>> {
+        let dir = tempfile::tempdir()?;
+        let probe = DeviceProbe::create(dir.path(), 1 << 20)?;
+        assert_eq!(
+            fs::read_dir(dir.path())?.count(),
+            1,
+            "the probe file is there"
+        );
+        let mut reader = probe.reader(7);
+        for _ in 0..64 {
+            assert!(reader.read_one()? > 0);
+        }
+        drop(reader);
+        drop(probe);
         assert_eq!(
             fs::read_dir(dir.path())?.count(),
             0,

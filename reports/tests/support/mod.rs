@@ -169,6 +169,7 @@ fn record(workload: &str, dataset: &str, engine: &str, variant: Option<&str>) ->
         trace: None,
         working_set: None,
         alloc_per_op: None,
+        device_beside: None,
     }
 }
 
@@ -295,6 +296,7 @@ fn trace_record(
         trace: None,
         working_set: None,
         alloc_per_op: None,
+        device_beside: None,
     };
     match engine {
         "postgres" => {
@@ -501,6 +503,7 @@ fn sweep_record(
             bytes: 48.0,
             allocations: 1.0,
         }),
+        device_beside: None,
     }
 }
 

@@ -18,10 +18,13 @@ mod variant;
 mod working_set;
 
 use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
 
 use aimeta_adapters::{Durability, EngineKind, ReadConsistency};
 use aimeta_reports::{Dataset, Provenance, Record, Results, RunConfig, Status, SCHEMA_VERSION};
 
+use crate::device::DeviceProbe;
 pub use error::RunError;
 pub use ingest::{IngestDurability, IngestReaders};
 pub use not_measured::{
@@ -252,8 +255,10 @@ pub struct RunOptions {
     /// Open-loop trace replays at this many requests a second (None: closed loop).
     pub rate: Option<f64>,
     /// Measure the device's floor under the work directory first (a few seconds; the
-    /// results' `device`).
-    pub device_floor: bool,
+    /// results' `device`) with these options, and keep its probe file for the run: each
+    /// timed phase of point gets on a data set past the budget then reads the device
+    /// beside its operations (the records' `device_beside`). None: neither.
+    pub device_floor: Option<crate::device::FloorOptions>,
     /// The command line, for provenance.
     pub command: String,
 }
@@ -283,7 +288,7 @@ impl RunOptions {
             full_frame: false,
             trace: None,
             rate: None,
-            device_floor: false,
+            device_floor: None,
             command: std::env::args().collect::<Vec<_>>().join(" "),
         }
     }
@@ -404,9 +409,10 @@ pub fn run(o: &RunOptions, progress: &dyn Progress) -> Result<Results, RunError>
     let plan = plan_datasets(o);
     check_room(o, &plan, o.device_floor)?;
     let mut results = new_results(o)?;
-    if o.device_floor {
-        results.device = Some(measure_device(o, progress)?);
-    }
+    let probe = measure_device(o, progress)?.map(|(probe, floor)| {
+        results.device = Some(floor);
+        probe
+    });
     if o.workloads.contains(&Workload::KvcacheTrace) {
         let (datasets, records) = run_trace(o, progress)?;
         results.datasets.extend(datasets);
@@ -414,7 +420,7 @@ pub fn run(o: &RunOptions, progress: &dyn Progress) -> Result<Results, RunError>
     }
     for planned in plan {
         for &kind in &o.engines {
-            let recs = match run_engine(o, kind, &planned, progress) {
+            let recs = match run_engine(o, kind, &planned, probe.as_ref(), progress) {
                 Ok(recs) => recs,
                 Err(e) => match engine_fault(&e) {
                     Some(why) => {
@@ -431,16 +437,23 @@ pub fn run(o: &RunOptions, progress: &dyn Progress) -> Result<Results, RunError>
     Ok(results)
 }
 
-/// The device's floor under the work directory (see `crate::device`).
+/// The device under the work directory (see `crate::device`): its probe file, kept for
+/// the run, and its floor; None when `o` does not measure it.
 pub fn measure_device(
     o: &RunOptions,
     progress: &dyn Progress,
-) -> Result<aimeta_reports::DeviceFloor, RunError> {
+) -> Result<Option<(Arc<DeviceProbe>, aimeta_reports::DeviceFloor)>, RunError> {
+    let Some(options) = o.device_floor else {
+        return Ok(None);
+    };
     progress.note(&format!(
         "measuring the device under {} (random 4 KiB reads, a few seconds)",
         o.work_dir.display()
     ));
-    let floor = crate::device::measure_floor(&o.work_dir, crate::device::FloorOptions::default())?;
+    let started = Instant::now();
+    let probe = DeviceProbe::create(&o.work_dir, options.file_bytes)?;
+    let mut floor = probe.floor(options)?;
+    floor.secs = started.elapsed().as_secs_f64();
     progress.note(&format!(
         "device: 4 KiB read at queue depth 1 {:.0} us (p50 {:.0} us), {:.0} reads/s at depth 1, {:.0} at depth 8{}",
         floor.read_4k_qd1.mean / 1e3,
@@ -449,7 +462,7 @@ pub fn measure_device(
         floor.iops_qd8,
         if floor.direct { "" } else { " (no O_DIRECT here: page cache dropped instead)" }
     ));
-    Ok(floor)
+    Ok(Some((Arc::new(probe), floor)))
 }
 
 /// A results file with this run's provenance and settings and no records yet; creates
@@ -494,6 +507,7 @@ pub(crate) fn run_engine(
     o: &RunOptions,
     kind: EngineKind,
     p: &Planned,
+    probe: Option<&Arc<DeviceProbe>>,
     progress: &dyn Progress,
 ) -> Result<Vec<Record>, RunError> {
     let ds = &p.meta;
@@ -520,6 +534,10 @@ pub(crate) fn run_engine(
                 .collect());
         }
     };
+    // Past the budget, point gets read the device beside them: their floor at the moment
+    // they ran (the device drifts by a quarter between phases here).
+    let beside = probe.filter(|_| !ds.fits_budget);
+    s.read_device_beside(beside.cloned());
     let mut out = Vec::new();
     if wanted.contains(&Workload::BulkLoad) {
         out.push(s.load_record());
@@ -599,6 +617,7 @@ pub(crate) fn run_engine(
         .collect();
     if o.full_frame && kind == EngineKind::Aimeta && !full_frame.is_empty() {
         if let Ok(mut ff) = Session::load(o, kind, p, true, progress)? {
+            ff.read_device_beside(beside.cloned());
             for (w, v) in full_frame {
                 let (warm, ops) = counts(o, w);
                 let _guard = enter_budget(o, &mut ff)?;

@@ -71,14 +71,14 @@ fn generation_bytes(p: &Planned) -> u64 {
 }
 
 /// Refuses `plan` on `o` when its largest store, with the device-floor probe file if
-/// one is measured, is larger than the free disk under the work directory, or the memory
-/// it needs is more than the machine has available.
-pub fn check_room(o: &RunOptions, plan: &[Planned], floor: bool) -> Result<(), RunError> {
-    let probe = if floor {
-        FloorOptions::default().file_bytes
-    } else {
-        0
-    };
+/// one is measured (kept for the whole run), is larger than the free disk under the work
+/// directory, or the memory it needs is more than the machine has available.
+pub fn check_room(
+    o: &RunOptions,
+    plan: &[Planned],
+    floor: Option<FloorOptions>,
+) -> Result<(), RunError> {
+    let probe = floor.map_or(0, |f| f.file_bytes);
     let largest = plan
         .iter()
         .flat_map(|p| {
@@ -88,7 +88,7 @@ pub fn check_room(o: &RunOptions, plan: &[Planned], floor: bool) -> Result<(), R
         })
         .max_by_key(|(bytes, _, _)| *bytes);
     if let (Some((store, kind, p)), Some(free)) = (largest, free_disk_bytes(&o.work_dir)) {
-        let need = store.max(probe);
+        let need = store + probe;
         if need > free {
             return Err(RunError::NoRoom {
                 resource: "disk",
@@ -154,7 +154,7 @@ mod tests {
         );
         // /proc reports no free blocks: the large manifest cannot fit there.
         let plan = plan_datasets(&o);
-        let e = check_room(&o, &plan, false);
+        let e = check_room(&o, &plan, None);
         match &e {
             Err(RunError::NoRoom {
                 resource: "disk",
@@ -175,6 +175,6 @@ mod tests {
         o.scale = CI;
         o.work_dir = std::env::temp_dir();
         let plan = plan_datasets(&o);
-        assert!(check_room(&o, &plan, false).is_ok());
+        assert!(check_room(&o, &plan, None).is_ok());
     }
 }

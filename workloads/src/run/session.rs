@@ -5,6 +5,7 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use aimeta_adapters::{
@@ -22,7 +23,15 @@ use super::{
     Variant, Workload,
 };
 use crate::alloc_count::{self, AllocCount};
+use crate::device::DeviceProbe;
 use crate::gen::{derive_seed, seeded, KvQuery, Rng};
+
+/// Whether the timed phases of `w` read the device beside their operations when the
+/// session has a probe: single-threaded point gets, each of which misses about one page
+/// past the budget, so that a get compares with one device read of the same moment.
+fn reads_device_beside(w: Workload) -> bool {
+    matches!(w, Workload::ManifestGet)
+}
 
 /// A workload in one of its variants (None: its one form): what a session keeps state,
 /// histograms and a seed for.
@@ -154,6 +163,9 @@ struct Tally {
     io_seen: bool,
     touched: TouchedPages,
     alloc: AllocCount,
+    /// Latencies of the device probe's reads, one after each timed operation, where the
+    /// phase reads the device beside its operations.
+    beside: Option<Histogram<u64>>,
 }
 
 /// One engine, loaded.
@@ -180,6 +192,9 @@ pub struct Session {
     tallies: Vec<(Measured, Tally)>,
     /// Nanoseconds of each operation of the last `time_iters` call, in order.
     last_op_nanos: Vec<u64>,
+    /// The device probe that timed point gets read beside them (see
+    /// [`Session::read_device_beside`]).
+    device_beside: Option<Arc<DeviceProbe>>,
 }
 
 fn options(o: &RunOptions, store: &Store) -> OpenOptions {
@@ -418,7 +433,16 @@ impl Session {
             states: HashMap::new(),
             tallies: Vec::new(),
             last_op_nanos: Vec::new(),
+            device_beside: None,
         }))
+    }
+
+    /// Reads `probe` beside the timed operations of the workloads that
+    /// [`reads_device_beside`] names, one random 4 KiB read right after each, outside its
+    /// time: the records then carry the device's latency at the moment the operations ran
+    /// (`device_beside`). None stops it.
+    pub fn read_device_beside(&mut self, probe: Option<Arc<DeviceProbe>>) {
+        self.device_beside = probe;
     }
 
     /// Which engine this is.
@@ -492,6 +516,7 @@ impl Session {
             trace: None,
             working_set: None,
             alloc_per_op: None,
+            device_beside: None,
             note: Some(
                 "one timed load of the whole data set, checkpoint included; ns_per_op is per key"
                     .into(),
@@ -608,6 +633,7 @@ impl Session {
                         io_seen: false,
                         touched: TouchedPages::new(),
                         alloc: AllocCount::default(),
+                        beside: None,
                     },
                 ));
                 self.tallies.len() - 1
@@ -697,6 +723,9 @@ impl Session {
         let mut tallies = std::mem::take(&mut self.tallies);
         let mut total = Duration::ZERO;
         let mut result = Ok(());
+        // Bytes the device probe read beside the operations: the process's read counter
+        // holds them too, and they are not the engine's.
+        let mut probe_bytes = 0;
         // Only the timed operations count toward the working set.
         if let Some(st) = self.states.get_mut(&key) {
             st.touched().get_or_insert_with(TouchedPages::new);
@@ -704,6 +733,16 @@ impl Session {
         }
         self.last_op_nanos.clear();
         if let Some((_, t)) = tallies.iter_mut().find(|(k, _)| *k == key) {
+            let probe = self
+                .device_beside
+                .clone()
+                .filter(|_| reads_device_beside(w));
+            let mut beside = probe
+                .as_deref()
+                .map(|p| p.reader(workload_seed(self.seed, key, &self.dataset.name) ^ base));
+            if beside.is_some() && t.beside.is_none() {
+                t.beside = Some(histogram());
+            }
             let alloc_before = alloc_count::engine_total();
             for i in 0..iters {
                 let start = Instant::now();
@@ -717,6 +756,18 @@ impl Session {
                 let nanos = (d.as_nanos() as u64).max(1);
                 self.last_op_nanos.push(nanos);
                 t.hist.saturating_record(nanos);
+                // Outside the operation's time: one read of the device right after it,
+                // so that both see the device in the same state.
+                if let (Some(reader), Some(h)) = (beside.as_mut(), t.beside.as_mut()) {
+                    probe_bytes += crate::device::READ_BYTES as u64;
+                    match reader.read_one() {
+                        Ok(nanos) => h.saturating_record(nanos),
+                        Err(e) => {
+                            result = Err(e.into());
+                            break;
+                        }
+                    }
+                }
             }
             t.wall += total;
             t.ops += iters;
@@ -727,7 +778,7 @@ impl Session {
         }
         self.tallies = tallies;
         result?;
-        self.add_io(key, before, os0);
+        self.add_io(key, before, os0 + probe_bytes);
         Ok(total)
     }
 
@@ -884,6 +935,7 @@ impl Session {
                         bytes: t.alloc.bytes as f64 / n,
                         allocations: t.alloc.calls as f64 / n,
                     }),
+                    device_beside: t.beside.as_ref().filter(|h| !h.is_empty()).map(latency),
                     ..base_record(*w, &self.dataset.name, self.kind, *v)
                 }
             })
@@ -921,6 +973,7 @@ pub fn base_record(
         trace: None,
         working_set: None,
         alloc_per_op: None,
+        device_beside: None,
     }
 }
 

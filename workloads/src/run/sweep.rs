@@ -135,9 +135,10 @@ pub fn sweep(o: &SweepOptions, progress: &dyn Progress) -> Result<Results, RunEr
         threads: ThreadCount::ALL.iter().map(|t| t.count()).collect(),
         threads_dataset: largest.clone(),
     });
-    if o.run.device_floor {
-        results.device = Some(measure_device(&o.run, progress)?);
-    }
+    let probe = measure_device(&o.run, progress)?.map(|(probe, floor)| {
+        results.device = Some(floor);
+        probe
+    });
     for planned in plan {
         let mut workloads = SWEEP_WORKLOADS.to_vec();
         if planned.meta.name == largest {
@@ -149,7 +150,7 @@ pub fn sweep(o: &SweepOptions, progress: &dyn Progress) -> Result<Results, RunEr
             ..o.run.clone()
         };
         for &kind in &at_size.engines {
-            let records = run_engine(&at_size, kind, &planned, progress)?;
+            let records = run_engine(&at_size, kind, &planned, probe.as_ref(), progress)?;
             results.records.extend(records);
         }
         results.datasets.push(planned.meta);
