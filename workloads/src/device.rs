@@ -82,6 +82,34 @@ impl Drop for ProbeFile {
     }
 }
 
+/// The probe file's name before the process id of the run that wrote it.
+const PROBE_PREFIX: &str = ".ai-meta-device-floor-";
+
+/// Removes the probe files of runs that were killed before they could remove their own:
+/// a run keeps its probe (512 MiB) for its whole length, so a run stopped with SIGKILL
+/// would otherwise leave it behind for good. A file is stale when the process named in
+/// it is not running; where there is no /proc to tell, nothing is removed.
+fn remove_stale_probes(dir: &Path) {
+    if !Path::new("/proc/self").exists() {
+        return;
+    }
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let pid = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(PROBE_PREFIX))
+            .and_then(|pid| pid.parse::<u32>().ok());
+        if let Some(pid) = pid {
+            if pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists() {
+                let _ = fs::remove_file(entry.path());
+            }
+        }
+    }
+}
+
 /// A 4 KiB window of `buf` aligned to 4 KiB, as O_DIRECT needs (found by offset, so no
 /// unsafe allocation is needed).
 fn aligned(buf: &mut [u8]) -> &mut [u8] {
@@ -118,7 +146,8 @@ impl DeviceProbe {
     /// page cache) and opens it with O_DIRECT, or without where the file system refuses
     /// it (tmpfs).
     pub fn create(dir: &Path, file_bytes: u64) -> Result<DeviceProbe, DeviceError> {
-        let path = dir.join(format!(".ai-meta-device-floor-{}", std::process::id()));
+        remove_stale_probes(dir);
+        let path = dir.join(format!("{PROBE_PREFIX}{}", std::process::id()));
         let file_bytes = file_bytes.max(READ_BYTES as u64);
         let need_mib = file_bytes >> 20;
         let err = |step: &'static str| {
@@ -341,6 +370,30 @@ mod tests {
             0,
             "the probe file is gone"
         );
+        Ok(())
+    }
+
+    #[test]
+    fn a_killed_runs_probe_is_removed_by_the_next_and_a_live_ones_is_not(
+    ) -> Result<(), Box<dyn std::error::Error>> {
+        let dir = tempfile::tempdir()?;
+        // No process has this id (above the kernel's largest, 2^22).
+        let stale = dir
+            .path()
+            .join(format!("{PROBE_PREFIX}{}", (1u32 << 22) + 1));
+        // The parent of this test process is running.
+        let live = dir.path().join(format!(
+            "{PROBE_PREFIX}{}",
+            std::os::unix::process::parent_id()
+        ));
+        let other = dir.path().join("data.aimkv");
+        for f in [&stale, &live, &other] {
+            fs::write(f, b"x")?;
+        }
+        let probe = DeviceProbe::create(dir.path(), 1 << 20)?;
+        assert!(!stale.exists(), "a dead run's probe is removed");
+        assert!(live.exists() && other.exists(), "nothing else is touched");
+        drop(probe);
         Ok(())
     }
 
