@@ -200,12 +200,6 @@ impl DeviceProbe {
         })
     }
 
-    /// Whether the reads bypass the page cache (false where O_DIRECT is refused: each
-    /// read may then be served from memory, and the floor says so).
-    pub fn direct(&self) -> bool {
-        self.direct
-    }
-
     /// A reader of random pages of the probe, its offsets drawn from `seed`; its buffer is
     /// allocated here, so that its reads allocate nothing.
     pub fn reader(&self, seed: u64) -> ProbeReader<'_> {
@@ -226,11 +220,19 @@ impl DeviceProbe {
         }
     }
 
-    /// The floor: `o.qd1_secs` of random reads at queue depth 1, then `o.qd8_secs` of
-    /// them from 8 threads at once (`o.file_bytes` is the caller's, given to
-    /// [`DeviceProbe::create`]).
-    pub fn floor(&self, o: FloorOptions) -> Result<DeviceFloor, DeviceError> {
+    /// Writes a probe of `o.file_bytes` under `dir` and measures the device's floor with
+    /// it; returns the probe too, for reads beside later operations (its file is removed
+    /// when it is dropped). The floor's `secs` include writing the file.
+    pub fn measure(dir: &Path, o: FloorOptions) -> Result<(DeviceProbe, DeviceFloor), DeviceError> {
         let started = Instant::now();
+        let probe = DeviceProbe::create(dir, o.file_bytes)?;
+        let floor = probe.floor(o, started)?;
+        Ok((probe, floor))
+    }
+
+    /// The floor: `o.qd1_secs` of random reads at queue depth 1, then `o.qd8_secs` of
+    /// them from 8 threads at once; `secs` counts from `started`.
+    fn floor(&self, o: FloorOptions, started: Instant) -> Result<DeviceFloor, DeviceError> {
         if !self.direct {
             // Reads of a file in the page cache would measure memory: drop it first.
             rustix::fs::fadvise(&self.file, 0, None, rustix::fs::Advice::DontNeed)
@@ -313,24 +315,18 @@ impl ProbeReader<'_> {
     }
 }
 
-/// Measures the device under `dir` with a probe file written for the purpose and removed
-/// afterwards.
-pub fn measure_floor(dir: &Path, o: FloorOptions) -> Result<DeviceFloor, DeviceError> {
-    let started = Instant::now();
-    let probe = DeviceProbe::create(dir, o.file_bytes)?;
-    let mut floor = probe.floor(o)?;
-    floor.secs = started.elapsed().as_secs_f64();
-    Ok(floor)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn files_in(dir: &Path) -> std::io::Result<usize> {
+        Ok(fs::read_dir(dir)?.count())
+    }
+
     #[test]
     fn a_small_floor_is_measured_and_its_file_removed() -> Result<(), Box<dyn std::error::Error>> {
         let dir = tempfile::tempdir()?;
-        let floor = measure_floor(
+        let (probe, floor) = DeviceProbe::measure(
             dir.path(),
             FloorOptions {
                 file_bytes: 4 << 20,
@@ -341,11 +337,8 @@ mod tests {
         assert!(floor.read_4k_qd1.p50 > 0.0 && floor.read_4k_qd1.min <= floor.read_4k_qd1.max);
         assert!(floor.iops_qd1 > 0.0 && floor.iops_qd8 > 0.0);
         assert_eq!(floor.file_bytes, 4 << 20);
-        assert_eq!(
-            fs::read_dir(dir.path())?.count(),
-            0,
-            "the probe file is gone"
-        );
+        drop(probe);
+        assert_eq!(files_in(dir.path())?, 0, "the probe file is gone");
         Ok(())
     }
 
@@ -354,22 +347,14 @@ mod tests {
     ) -> Result<(), Box<dyn std::error::Error>> {
         let dir = tempfile::tempdir()?;
         let probe = DeviceProbe::create(dir.path(), 1 << 20)?;
-        assert_eq!(
-            fs::read_dir(dir.path())?.count(),
-            1,
-            "the probe file is there"
-        );
+        assert_eq!(files_in(dir.path())?, 1, "the probe file is there");
         let mut reader = probe.reader(7);
         for _ in 0..64 {
             assert!(reader.read_one()? > 0);
         }
         drop(reader);
         drop(probe);
-        assert_eq!(
-            fs::read_dir(dir.path())?.count(),
-            0,
-            "the probe file is gone"
-        );
+        assert_eq!(files_in(dir.path())?, 0, "the probe file is gone");
         Ok(())
     }
 
@@ -399,7 +384,7 @@ mod tests {
 
     #[test]
     fn an_unwritable_directory_is_a_typed_error() {
-        let e = measure_floor(
+        let e = DeviceProbe::measure(
             Path::new("/proc/ai-meta-no-such-dir"),
             FloorOptions::default(),
         );

@@ -19,7 +19,6 @@ mod working_set;
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Instant;
 
 use aimeta_adapters::{Durability, EngineKind, ReadConsistency};
 use aimeta_reports::{Dataset, Provenance, Record, Results, RunConfig, Status, SCHEMA_VERSION};
@@ -450,10 +449,7 @@ pub fn measure_device(
         "measuring the device under {} (random 4 KiB reads, a few seconds)",
         o.work_dir.display()
     ));
-    let started = Instant::now();
-    let probe = DeviceProbe::create(&o.work_dir, options.file_bytes)?;
-    let mut floor = probe.floor(options)?;
-    floor.secs = started.elapsed().as_secs_f64();
+    let (probe, floor) = DeviceProbe::measure(&o.work_dir, options)?;
     progress.note(&format!(
         "device: 4 KiB read at queue depth 1 {:.0} us (p50 {:.0} us), {:.0} reads/s at depth 1, {:.0} at depth 8{}",
         floor.read_4k_qd1.mean / 1e3,
