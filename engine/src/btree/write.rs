@@ -70,6 +70,9 @@ enum Change {
     None,
     /// Replace the child by these pieces (none: the child is gone).
     Replace { pieces: Vec<Piece>, delta: i64 },
+    /// The child is one page of a fair size (a private copy changed in place): point at
+    /// `id`, which holds `count` entries. The common change, made without a vector.
+    Patch { id: PageId, count: u64, delta: i64 },
 }
 
 /// A page as the transaction sees it.
@@ -116,7 +119,6 @@ pub struct WriteTxn<'a> {
     scratch: &'a mut WriteScratch,
     /// The condition of the compare-and-swap being applied (see `swap`), and whether one
     /// is being applied: its leaf checks the condition before changing anything.
-    swap_check: swap::SwapCheck,
     checking_swap: bool,
 }
 
@@ -164,7 +166,6 @@ impl<'a> WriteTxn<'a> {
             put_lengths: KeyLengths::empty(),
             key_filter: None,
             scratch,
-            swap_check: swap::SwapCheck::default(),
             checking_swap: false,
         }
     }
@@ -232,7 +233,7 @@ impl<'a> WriteTxn<'a> {
     }
 
     fn alloc_page(&mut self) -> PageId {
-        let id = self.alloc.alloc(1);
+        let id = self.alloc.alloc_page();
         self.scratch.books.allocated.insert(id);
         id
     }
@@ -243,7 +244,7 @@ impl<'a> WriteTxn<'a> {
             Loaded::Private(id) => {
                 self.scratch.books.pages.remove(id);
                 if self.scratch.books.allocated.remove(id) {
-                    self.alloc.release(*id, 1);
+                    self.alloc.give_back_page(*id);
                 }
             }
             Loaded::Shared(p) => self.scratch.books.frees.push(Freed {
@@ -373,6 +374,19 @@ impl<'a> WriteTxn<'a> {
             }
             *n += 1;
         }
+    }
+
+    /// Sets the tree after the root was changed in place into page `id` (its children are
+    /// the old root's: nothing to grow), with the entry count moved by `delta`.
+    fn finish_root_patch(&mut self, id: PageId, delta: i64) -> Result<()> {
+        self.entries = self
+            .entries
+            .checked_add_signed(delta)
+            .ok_or_else(|| Error::Integrity {
+                reason: "entry count went negative".into(),
+            })?;
+        self.root = Some(id);
+        self.collapse_root()
     }
 
     /// Sets the tree after a change of the root: the entry count moved by `delta`, and
@@ -678,7 +692,7 @@ impl Drop for WriteTxn<'_> {
     /// writer's bookkeeping empty for the next one.
     fn drop(&mut self) {
         for id in self.scratch.books.allocated.drain() {
-            self.alloc.release(id, 1);
+            self.alloc.give_back_page(id);
         }
         for (first, n) in self.scratch.books.runs.drain() {
             self.alloc.release(first, n);

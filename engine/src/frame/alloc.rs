@@ -10,6 +10,13 @@
 //!
 //! Pages that never reached a checkpoint are therefore recycled as soon as readers move
 //! on, while pages of a recoverable tree wait for a newer checkpoint (shadow paging).
+//!
+//! Single pages that become free that way are kept apart, up to [`HOT_PAGES`], as the
+//! next page copies' places (LMDB reuses the pages its last transactions freed the same
+//! way): a steady writer's commit frees about as many single pages as it copies, and
+//! taking them back from a short list costs neither the free-extent map's updates nor, in
+//! the buffer pool, dropping the old image's place and making a new one (the pool keeps
+//! such a page's last image resident but unreachable, and the next image replaces it).
 
 use std::collections::{BTreeMap, VecDeque};
 
@@ -18,6 +25,29 @@ use crate::page::PageId;
 
 /// Pages 0 and 1 hold the two superblock copies.
 pub const FIRST_DATA_PAGE: PageId = 2;
+
+/// Freed single pages kept for the next page copies (see the module comment): enough for
+/// the commits of a group of writers on a deep tree, few enough that their stale images
+/// take little of the pool.
+pub const HOT_PAGES: usize = 64;
+
+/// What one [`Allocator::reclaim`] made free, kept by the caller between commits so that
+/// a commit allocates nothing for it.
+#[derive(Debug, Default)]
+pub struct Reclaimed {
+    /// Extents returned to the free space: the buffer pool drops their images.
+    pub released: Vec<(PageId, u64)>,
+    /// Single pages kept for the next page copies: the buffer pool keeps their images
+    /// resident but makes sure none is ever written (the page's next image replaces it).
+    pub kept: Vec<PageId>,
+}
+
+impl Reclaimed {
+    fn clear(&mut self) {
+        self.released.clear();
+        self.kept.clear();
+    }
+}
 
 /// The checkpoints that recovery could start from: the durable one and, while it is being
 /// written, the next one.
@@ -63,6 +93,9 @@ pub struct Allocator {
     /// skips the scan (it was O(list) per commit, a third of a single put's instructions
     /// under callgrind between two checkpoints).
     awaiting_checked: Option<Recoverable>,
+    /// Free single pages taken first by [`Allocator::alloc_page`], most recently freed
+    /// last; counted in `free_pages` and never in `free`.
+    hot: Vec<PageId>,
 }
 
 impl Allocator {
@@ -81,6 +114,7 @@ impl Allocator {
             awaiting_checkpoint: Vec::new(),
             awaiting_pages: 0,
             awaiting_checked: None,
+            hot: Vec::with_capacity(HOT_PAGES),
         };
         if page_count == 0 {
             a.release(FIRST_DATA_PAGE, geo.pages_per_frame() - FIRST_DATA_PAGE);
@@ -107,8 +141,30 @@ impl Allocator {
         self.awaiting_pages
     }
 
+    /// Allocates one page for a commit's page image: the most recently freed of the kept
+    /// single pages (whose stale image the buffer pool may still hold: the caller installs
+    /// a new image for it, or gives it back with [`Allocator::give_back_page`]), else as
+    /// [`Allocator::alloc`].
+    pub fn alloc_page(&mut self) -> PageId {
+        match self.hot.pop() {
+            Some(id) => {
+                self.free_pages -= 1;
+                id
+            }
+            None => self.alloc(1),
+        }
+    }
+
+    /// Returns a page from [`Allocator::alloc_page`] that got no image after all (a
+    /// transaction that changed its mind or was dropped) to the kept single pages.
+    pub fn give_back_page(&mut self, id: PageId) {
+        self.hot.push(id);
+        self.free_pages += 1;
+    }
+
     /// Allocates `n` contiguous pages, reusing free space first (lowest address that fits)
-    /// and growing the file by whole frames otherwise.
+    /// and growing the file by whole frames otherwise. Never a kept single page: their
+    /// stale images may still be in the buffer pool, which only a page image replaces.
     pub fn alloc(&mut self, n: u64) -> PageId {
         let found = self
             .free
@@ -189,13 +245,11 @@ impl Allocator {
     }
 
     /// Moves pending frees that no snapshot and no recoverable checkpoint can reach into
-    /// the free space; returns them so the buffer pool can drop their stale images.
-    pub fn reclaim(
-        &mut self,
-        oldest_snapshot: u64,
-        recoverable: Recoverable,
-    ) -> Vec<(PageId, u64)> {
-        let mut out = Vec::new();
+    /// the free space, filling `out` (cleared first): single pages are kept for the next
+    /// page copies while fewer than [`HOT_PAGES`] are, the rest released to the free-extent
+    /// map, so that the buffer pool drops their stale images.
+    pub fn reclaim(&mut self, oldest_snapshot: u64, recoverable: Recoverable, out: &mut Reclaimed) {
+        out.clear();
         if self.awaiting_checked != Some(recoverable) {
             let mut i = 0;
             while i < self.awaiting_checkpoint.len() {
@@ -205,7 +259,7 @@ impl Allocator {
                 } else {
                     self.awaiting_checkpoint.swap_remove(i);
                     self.awaiting_pages -= p.len;
-                    out.push((p.first, p.len));
+                    self.make_free(p, out);
                 }
             }
             self.awaiting_checked = Some(recoverable);
@@ -220,13 +274,24 @@ impl Allocator {
                 self.awaiting_checkpoint.push(p);
                 self.awaiting_pages += p.len;
             } else {
-                out.push((p.first, p.len));
+                self.make_free(p, out);
             }
         }
-        for &(first, len) in &out {
+        for &(first, len) in &out.released {
             self.release(first, len);
         }
-        out
+    }
+
+    /// A freed extent that nothing references any more: kept when it is a single page and
+    /// there is room, else to be released.
+    fn make_free(&mut self, p: Pending, out: &mut Reclaimed) {
+        if p.len == 1 && self.hot.len() < HOT_PAGES {
+            self.hot.push(p.first);
+            self.free_pages += 1;
+            out.kept.push(p.first);
+        } else {
+            out.released.push((p.first, p.len));
+        }
     }
 
     /// Every extent free with respect to the tree as of now (free space, all pending
@@ -240,7 +305,7 @@ impl Allocator {
                 .chain(&self.awaiting_checkpoint)
                 .map(|p| (p.first, p.len)),
         );
-        all.extend(also_free.iter().map(|&p| (p, 1)));
+        all.extend(also_free.iter().chain(&self.hot).map(|&p| (p, 1)));
         all.sort_unstable();
         let mut merged: Vec<(PageId, u64)> = Vec::with_capacity(all.len());
         for (s, l) in all {
@@ -281,10 +346,12 @@ impl Allocator {
 
     /// True when page `id` is free now (for integrity checks).
     pub fn is_free(&self, id: PageId) -> bool {
-        self.free
-            .range(..=id)
-            .next_back()
-            .is_some_and(|(&s, &l)| id < s + l)
+        self.hot.contains(&id)
+            || self
+                .free
+                .range(..=id)
+                .next_back()
+                .is_some_and(|(&s, &l)| id < s + l)
     }
 }
 
@@ -319,6 +386,16 @@ mod tests {
         assert_eq!(a.page_count(), 16);
     }
 
+    /// Every page one reclaim made free, kept or released, sorted.
+    fn freed_by(a: &mut Allocator, oldest: u64, r: Recoverable) -> Vec<(PageId, u64)> {
+        let mut out = Reclaimed::default();
+        a.reclaim(oldest, r, &mut out);
+        let mut all = out.released.clone();
+        all.extend(out.kept.iter().map(|&p| (p, 1)));
+        all.sort_unstable();
+        all
+    }
+
     fn durable(seq: u64) -> Recoverable {
         Recoverable {
             durable: seq,
@@ -341,10 +418,10 @@ mod tests {
         // p was created after the last checkpoint (0): only readers hold it back. q is
         // part of durable checkpoint 3: it must wait for a checkpoint at or after 7.
         let (mut a, p, q) = two_deferred((5, 7), (2, 7));
-        assert!(a.reclaim(6, durable(3)).is_empty());
-        assert_eq!(a.reclaim(7, durable(3)), vec![(p, 1)]);
-        assert!(a.reclaim(9, durable(6)).is_empty());
-        assert_eq!(a.reclaim(9, durable(7)), vec![(q, 1)]);
+        assert!(freed_by(&mut a, 6, durable(3)).is_empty());
+        assert_eq!(freed_by(&mut a, 7, durable(3)), vec![(p, 1)]);
+        assert!(freed_by(&mut a, 9, durable(6)).is_empty());
+        assert_eq!(freed_by(&mut a, 9, durable(7)), vec![(q, 1)]);
         assert!(a.is_free(p) && a.is_free(q));
     }
 
@@ -358,11 +435,11 @@ mod tests {
             durable: 3,
             in_flight: Some(6),
         };
-        assert_eq!(a.reclaim(9, writing), vec![(q, 1)]);
+        assert_eq!(freed_by(&mut a, 9, writing), vec![(q, 1)]);
         assert!(!a.is_free(p));
         // Checkpoint 6 became durable: p still waits for one at or after 7.
-        assert!(a.reclaim(9, durable(6)).is_empty());
-        assert_eq!(a.reclaim(9, durable(8)), vec![(p, 1)]);
+        assert!(freed_by(&mut a, 9, durable(6)).is_empty());
+        assert_eq!(freed_by(&mut a, 9, durable(8)), vec![(p, 1)]);
     }
 
     #[test]
@@ -370,17 +447,15 @@ mod tests {
         // Both part of durable checkpoint 3; q's reader-held free arrives while the list
         // holding p is unchanged, and both must still leave together at checkpoint 7.
         let (mut a, p, q) = two_deferred((2, 5), (2, 7));
-        assert!(a.reclaim(5, durable(3)).is_empty());
-        assert!(a.reclaim(5, durable(3)).is_empty());
+        assert!(freed_by(&mut a, 5, durable(3)).is_empty());
+        assert!(freed_by(&mut a, 5, durable(3)).is_empty());
         assert_eq!(a.awaiting_checkpoint_pages(), 1);
-        assert!(a.reclaim(7, durable(3)).is_empty());
+        assert!(freed_by(&mut a, 7, durable(3)).is_empty());
         assert!(!a.is_free(p) && !a.is_free(q));
         assert_eq!(a.awaiting_checkpoint_pages(), 2);
-        let mut freed = a.reclaim(7, durable(7));
-        freed.sort_unstable();
-        assert_eq!(freed, vec![(p, 1), (q, 1)]);
+        assert_eq!(freed_by(&mut a, 7, durable(7)), vec![(p, 1), (q, 1)]);
         assert_eq!(a.awaiting_checkpoint_pages(), 0);
-        assert!(a.reclaim(8, durable(7)).is_empty());
+        assert!(freed_by(&mut a, 8, durable(7)).is_empty());
     }
 
     #[test]
@@ -391,5 +466,56 @@ mod tests {
         };
         assert!(r.reference(3, 4) && r.reference(1, 9) && r.reference(8, 9));
         assert!(!r.reference(4, 8) && !r.reference(1, 3) && !r.reference(9, 12));
+    }
+
+    #[test]
+    fn freed_single_pages_are_the_next_page_copies_places_and_nothing_else() {
+        let mut a = Allocator::new(geo(), 0, []);
+        let pages: Vec<PageId> = (0..3).map(|_| a.alloc(1)).collect();
+        let run = a.alloc(2);
+        for &p in &pages {
+            a.defer(p, 1, 1, 2);
+        }
+        a.defer(run, 2, 1, 2);
+        let free_before = a.free_pages();
+        let mut out = Reclaimed::default();
+        a.reclaim(2, durable(0), &mut out);
+        assert_eq!(out.kept, pages, "single pages are kept");
+        assert_eq!(out.released, vec![(run, 2)], "a run is released");
+        assert_eq!(a.free_pages(), free_before + 5);
+        assert!(pages.iter().all(|&p| a.is_free(p)));
+        // Runs and the checkpoint's own pages never take a kept page (the pool may hold
+        // its stale image); a page copy takes the most recently freed first.
+        assert!(!pages.contains(&a.alloc(1)));
+        assert_eq!(a.alloc_page(), pages[2]);
+        a.give_back_page(pages[2]);
+        assert_eq!(a.alloc_page(), pages[2]);
+        assert_eq!(a.alloc_page(), pages[1]);
+        assert!(!a.is_free(pages[1]));
+        // A checkpoint lists the kept pages as free.
+        let listed = a.extents_for_checkpoint(&[]);
+        assert!(listed
+            .iter()
+            .any(|&(s, l)| s <= pages[0] && pages[0] < s + l));
+        assert!(!listed
+            .iter()
+            .any(|&(s, l)| s <= pages[1] && pages[1] < s + l));
+    }
+
+    #[test]
+    fn past_the_kept_pages_bound_single_pages_are_released() {
+        let mut a = Allocator::new(geo(), 0, []);
+        let pages: Vec<PageId> = (0..HOT_PAGES + 3).map(|_| a.alloc(1)).collect();
+        for &p in &pages {
+            a.defer(p, 1, 1, 2);
+        }
+        let mut out = Reclaimed::default();
+        a.reclaim(2, durable(0), &mut out);
+        assert_eq!(out.kept.len(), HOT_PAGES);
+        assert_eq!(out.released.len(), 3);
+        assert!(pages.iter().all(|&p| a.is_free(p)));
+        // The next reclaim starts from an empty list.
+        a.reclaim(2, durable(0), &mut out);
+        assert!(out.kept.is_empty() && out.released.is_empty());
     }
 }

@@ -5,5 +5,5 @@
 mod alloc;
 mod geometry;
 
-pub use alloc::{Allocator, Recoverable};
+pub use alloc::{Allocator, Reclaimed, Recoverable};
 pub use geometry::{Geometry, MIN_PAGE_SIZE};

@@ -673,14 +673,21 @@ impl BufferPool {
         ));
         lock(&self.dirty).insert(h.id, page.clone());
         let mut ev = lock(&self.evictor);
-        match self.table.replace(page.clone()) {
-            None => {
-                ev.resident += 1;
-                ev.admit(&page);
-            }
-            Some(_) => ev.requeue_replacement(&page),
+        let replaced = self.table.replace(page.clone());
+        if replaced.is_none() {
+            ev.resident += 1;
         }
+        // Queued as a new page whatever it replaces: commits write new pages, and an image
+        // replaced is a freed page's stale one (`keep_freed`), whose queue entry is dead.
+        // (Queued as a proven page instead, a writer's new leaves stayed while the pages
+        // it only read were evicted, and its changes were written back far later.)
+        ev.admit(&page);
         self.evict_locked(&mut ev);
+        drop(ev);
+        // The stale image's buffer is the next copy's when no reader holds it.
+        if let Some(old) = replaced {
+            self.recycle(old);
+        }
         Ok(page)
     }
 
@@ -716,6 +723,22 @@ impl BufferPool {
         if let Some(page) = resident {
             self.recycle(page);
         }
+    }
+
+    /// Keeps the image of a freed page that the allocator keeps for the next page copies
+    /// (`Allocator::alloc_page`) resident but inert: no flush or eviction writes it from
+    /// here on (as with [`BufferPool::discard`]), and the next image installed for the
+    /// page replaces it in its place in the table, or eviction drops it first. No reader
+    /// reaches it: no version references the page. Cheaper than a discard, which empties
+    /// the table's place for the next install to fill again.
+    pub fn keep_freed(&self, id: PageId) {
+        // A dirty image is in the dirty list (`install` puts it there, `write_back` takes
+        // it out once clean): a clean one is never written again.
+        if let Some(page) = lock(&self.dirty).remove(&id) {
+            let _latch = lock(&self.writeback_latch);
+            page.dirty.store(false, Ordering::Release);
+        }
+        self.table.set_known_good(id, false);
     }
 
     /// Writes `page` to its place in the file if it is still dirty; true when it wrote.
@@ -1115,6 +1138,28 @@ pub(super) mod tests {
         assert_eq!(pool.flush_dirty().expect("flush"), 0);
         assert!(storage.len().expect("len") <= 7 * PAGE as u64);
         assert_eq!(count(&pool, Counter::PagesWritten), 0);
+    }
+
+    #[test]
+    fn a_kept_freed_image_is_never_written_and_the_next_image_takes_its_place() {
+        let (pool, storage) = pool_over(0, 16, ScanIo::Paged);
+        let held = pool.install(image(7, 3)).expect("install");
+        pool.keep_freed(7);
+        assert!(pool.is_resident(7), "kept in its place");
+        assert!(!held.is_dirty(), "a holder finds the kept image clean");
+        assert!(!pool.table.is_known_good(7));
+        assert_eq!(pool.flush_dirty().expect("flush"), 0);
+        assert_eq!(count(&pool, Counter::PagesWritten), 0);
+        // The page's next owner: one resident image, the new one, written once.
+        drop(held);
+        let new = pool.install(image(7, 5)).expect("install again");
+        assert_eq!(pool.occupancy().0, 1);
+        let now = pool.get(7, Access::Point).expect("hit");
+        assert!(Arc::ptr_eq(&now, &new));
+        assert_eq!(pool.flush_dirty().expect("flush"), 1);
+        assert_eq!(on_disk(&storage, 7), image(7, 5));
+        // The old image's buffer went to the spare list for the next copy.
+        assert_eq!(lock(&pool.spare).len(), 1);
     }
 
     #[test]

@@ -84,11 +84,6 @@ impl Evictor {
         }
     }
 
-    /// Queues a replacement image for a page that stays resident.
-    pub fn requeue_replacement(&mut self, page: &Page) {
-        self.main.push_back((page.id(), page.gen()));
-    }
-
     /// The next candidate: (page, generation, from the small queue).
     pub fn next_candidate(&mut self) -> Option<(PageId, u64, bool)> {
         let from_small = self.small.len() > self.small_target || self.main.is_empty();
@@ -171,12 +166,6 @@ mod tests {
         assert_eq!(ids(&ev.small), vec![2, 4]);
         assert_eq!(ids(&ev.main), vec![3]);
         assert_eq!(ev.queued(), 3);
-        ev.requeue_replacement(&page(2, PageKind::Leaf, 4));
-        assert_eq!(
-            ev.main.back(),
-            Some(&(2, 4)),
-            "a replacement image queues in main"
-        );
     }
 
     #[test]
@@ -241,7 +230,7 @@ mod tests {
         fn passes(kind: PageKind) -> usize {
             let mut ev = Evictor::new(10);
             let p = page(2, kind, 1);
-            ev.requeue_replacement(&p);
+            ev.main.push_back((p.id(), p.gen()));
             for _ in 0..100 {
                 p.touch();
             }

@@ -22,7 +22,7 @@ use super::open::{write_superblock, Opened};
 use crate::btree::{self, CheckReport, Mutation, Version, WriteScratch, WriteTxn};
 use crate::error::{Error, Result};
 use crate::filter::{self, KeyFilter};
-use crate::frame::{Allocator, Recoverable};
+use crate::frame::{Allocator, Reclaimed, Recoverable};
 use crate::page::{
     encode_freelist_pages, freelist_pages_needed, seal, KeyLengths, PageId, Superblock,
     FORMAT_VERSION,
@@ -47,6 +47,8 @@ struct Writer {
     writebacks_at_capture: u64,
     /// The last transaction's buffers, for the next one.
     scratch: WriteScratch,
+    /// The last reclaim's pages, kept for the next one's lists.
+    reclaimed: Reclaimed,
 }
 
 /// Log and checkpoint counters.
@@ -137,6 +139,7 @@ impl Shared {
                 writebacks_at_capture: 0,
                 alloc: opened.alloc,
                 scratch: WriteScratch::new(),
+                reclaimed: Reclaimed::default(),
             }),
             live: Mutex::new(VecDeque::new()),
             readahead_pages: config.readahead_bytes as usize / opened.pool.geometry().page_bytes(),
@@ -401,10 +404,15 @@ impl Shared {
     fn reclaim(&self, w: &mut Writer) {
         let oldest = self.oldest_live_seq();
         let recoverable = self.recoverable(w);
-        for (first, len) in w.alloc.reclaim(oldest, recoverable) {
+        let wr = &mut *w;
+        wr.alloc.reclaim(oldest, recoverable, &mut wr.reclaimed);
+        for &(first, len) in &wr.reclaimed.released {
             for p in first..first + len {
                 self.pool.discard(p);
             }
+        }
+        for &p in &wr.reclaimed.kept {
+            self.pool.keep_freed(p);
         }
         self.file_pages
             .store(w.alloc.page_count(), Ordering::Relaxed);

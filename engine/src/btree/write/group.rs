@@ -5,6 +5,7 @@
 //! keys, as path keys make, decodes, sizes, cuts and encodes its one or two leaves once
 //! instead of once per key. A single mutation is the batch of one.
 
+use super::scratch::Run;
 use super::{Change, Loaded, Mutation, Piece, WriteTxn};
 use crate::error::{Error, Result};
 use crate::page::{
@@ -30,10 +31,10 @@ fn sorted_last_wins<'m>(batch: &[Mutation<'m>]) -> Vec<Mutation<'m>> {
 }
 
 /// Splits sorted `mutations` into runs by the child of `view` that holds their keys:
-/// (child index, child page, end of the run in `mutations`), ascending.
-fn runs_by_child(view: &InnerView<'_>, mutations: &[Mutation<'_>]) -> Vec<(usize, PageId, usize)> {
+/// (child index, child page, end of the run in `mutations`), ascending, into `runs`.
+fn runs_by_child(view: &InnerView<'_>, mutations: &[Mutation<'_>], runs: &mut Vec<Run>) {
     let n = view.len();
-    let mut runs = Vec::new();
+    runs.clear();
     let mut start = 0;
     while start < mutations.len() {
         let idx = view.search(mutations[start].key());
@@ -51,7 +52,6 @@ fn runs_by_child(view: &InnerView<'_>, mutations: &[Mutation<'_>]) -> Vec<(usize
         runs.push((idx, view.child(idx), end));
         start = end;
     }
-    runs
 }
 
 impl WriteTxn<'_> {
@@ -82,11 +82,17 @@ impl WriteTxn<'_> {
             Some(root) => self.modify(root, self.height - 1, mutations, true)?,
             None => self.plant(mutations),
         };
-        let Change::Replace { pieces, delta } = change else {
-            return Ok(false);
-        };
-        self.finish_root_change(pieces, delta)?;
-        Ok(true)
+        match change {
+            Change::None => Ok(false),
+            Change::Replace { pieces, delta } => {
+                self.finish_root_change(pieces, delta)?;
+                Ok(true)
+            }
+            Change::Patch { id, delta, .. } => {
+                self.finish_root_patch(id, delta)?;
+                Ok(true)
+            }
+        }
     }
 
     /// The first leaves of an empty tree: the puts of `mutations`.
@@ -127,14 +133,23 @@ impl WriteTxn<'_> {
             return self.modify_leaf(id, mutations, rightmost);
         }
         let l = self.load(id, level)?;
-        let (runs, n) = {
+        // This level's buffers, from the writer's scratch (the recursion below uses the
+        // levels under it), given back on the way out.
+        let mut level_bufs = self.scratch.take_level(level);
+        let (runs, patches) = (&mut level_bufs.runs, &mut level_bufs.patches);
+        let n = {
             let v = InnerView::new(self.bytes(&l));
-            (runs_by_child(&v, mutations), v.len())
+            runs_by_child(&v, mutations, runs);
+            v.len()
         };
+        let quarter = self.ps / 4;
+        let underfull = |p: &Piece| p.bytes < quarter;
+        // Children that stay one page of a fair size are patched into a copy of this page;
+        // any other change rebuilds it.
         let mut changes: Vec<(usize, Vec<Piece>)> = Vec::new();
         let mut delta = 0i64;
         let mut start = 0;
-        for (idx, child, end) in runs {
+        for &(idx, child, end) in runs.iter() {
             let change = self.modify(
                 child,
                 level - 1,
@@ -142,20 +157,32 @@ impl WriteTxn<'_> {
                 rightmost && idx + 1 == n,
             )?;
             start = end;
-            if let Change::Replace { pieces, delta: d } = change {
-                delta += d;
-                changes.push((idx, pieces));
+            match change {
+                Change::None => {}
+                Change::Patch {
+                    id,
+                    count,
+                    delta: d,
+                } => {
+                    delta += d;
+                    patches.push((idx, id, count));
+                }
+                Change::Replace { pieces, delta: d } => {
+                    delta += d;
+                    match pieces.as_slice() {
+                        [p] if p.sep.is_none() && !underfull(p) => {
+                            patches.push((idx, p.id, p.count))
+                        }
+                        _ => changes.push((idx, pieces)),
+                    }
+                }
             }
         }
-        if changes.is_empty() {
+        if changes.is_empty() && patches.is_empty() {
+            self.scratch.give_back_level(level, level_bufs);
             return Ok(Change::None);
         }
-        let quarter = self.ps / 4;
-        let underfull = |p: &Piece| p.bytes < quarter;
-        if changes
-            .iter()
-            .all(|(_, p)| p.len() == 1 && p[0].sep.is_none() && !underfull(&p[0]))
-        {
+        if changes.is_empty() {
             // Each changed child is still one page of a fair size: point at the new pages.
             let nid = self.make_private(&l);
             let buf = self
@@ -166,20 +193,29 @@ impl WriteTxn<'_> {
                 .ok_or_else(|| Error::Integrity {
                     reason: "private page vanished".into(),
                 })?;
-            for (idx, pieces) in &changes {
-                InnerView::patch_child(buf, *idx, pieces[0].id, pieces[0].count);
+            for &(idx, child, count) in level_bufs.patches.iter() {
+                InnerView::patch_child(buf, idx, child, count);
             }
             let total = InnerView::new(buf).total();
-            return Ok(Change::Replace {
-                pieces: vec![Piece {
-                    sep: None,
-                    id: nid,
-                    count: total,
-                    bytes: self.ps,
-                }],
+            self.scratch.give_back_level(level, level_bufs);
+            return Ok(Change::Patch {
+                id: nid,
+                count: total,
                 delta,
             });
         }
+        // The rebuild takes every change in child order, patches as one-page pieces.
+        for &(idx, id, count) in level_bufs.patches.iter() {
+            let one = Piece {
+                sep: None,
+                id,
+                count,
+                bytes: self.ps,
+            };
+            changes.push((idx, vec![one]));
+        }
+        changes.sort_unstable_by_key(|&(idx, _)| idx);
+        self.scratch.give_back_level(level, level_bufs);
         let old = InnerNode::decode(&InnerView::new(self.bytes(&l)));
         let extra: usize = changes.iter().map(|(_, p)| p.len()).sum();
         let mut node = InnerNode {
@@ -257,24 +293,24 @@ impl WriteTxn<'_> {
                 return Ok(Change::None);
             }
         }
-        let (found, n, in_place) = {
+        // Where each mutation's key is in the leaf, in a buffer of the writer's scratch.
+        let mut found = std::mem::take(&mut self.scratch.found);
+        found.clear();
+        let (n, in_place) = {
             let view = LeafView::new(self.bytes(&l));
             let mut in_place = true;
-            let found: Vec<std::result::Result<usize, usize>> = mutations
-                .iter()
-                .map(|m| {
-                    let at = view.search(m.key());
-                    in_place &= match (at, *m) {
-                        (Ok(i), Mutation::Put(k, v)) => {
-                            matches!(view.value(i), ValueCell::Inline(old) if old.len() == v.len())
-                                && self.inline_ok(k, v)
-                        }
-                        _ => false,
-                    };
-                    at
-                })
-                .collect();
-            (found, view.len(), in_place)
+            found.extend(mutations.iter().map(|m| {
+                let at = view.search(m.key());
+                in_place &= match (at, *m) {
+                    (Ok(i), Mutation::Put(k, v)) => {
+                        matches!(view.value(i), ValueCell::Inline(old) if old.len() == v.len())
+                            && self.inline_ok(k, v)
+                    }
+                    _ => false,
+                };
+                at
+            }));
+            (view.len(), in_place)
         };
         if in_place {
             // Only same-length inline overwrites: the page keeps its layout.
@@ -286,13 +322,10 @@ impl WriteTxn<'_> {
                     }
                 }
             }
-            return Ok(Change::Replace {
-                pieces: vec![Piece {
-                    sep: None,
-                    id: nid,
-                    count: n as u64,
-                    bytes: self.ps,
-                }],
+            self.scratch.found = found;
+            return Ok(Change::Patch {
+                id: nid,
+                count: n as u64,
                 delta: 0,
             });
         }
@@ -301,6 +334,7 @@ impl WriteTxn<'_> {
             .zip(&found)
             .all(|(m, at)| matches!((m, at), (Mutation::Delete(_), Err(_))));
         if changes_nothing {
+            self.scratch.found = found;
             return Ok(Change::None);
         }
         // Appending past the last entry of the last leaf: fill pages left to right.
@@ -329,6 +363,7 @@ impl WriteTxn<'_> {
         self.scratch.leaf_keys = keys;
         self.scratch.leaf_spans = spans;
         self.scratch.leaf_lcps = lcps;
+        self.scratch.found = found;
         Ok(change)
     }
 

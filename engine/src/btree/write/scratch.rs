@@ -4,7 +4,20 @@
 //! the tree's writer keeps them between commits, under its lock.
 
 use super::Freed;
-use crate::page::{KeySpans, PageMap, PageSet};
+use crate::page::{KeySpans, PageId, PageMap, PageSet};
+
+/// A run of a batch's sorted mutations under one child of an inner page: (child index,
+/// child page, end of the run in the batch).
+pub(crate) type Run = (usize, PageId, usize);
+/// A child that stays one page: (child index, its new page, the entries under it).
+pub(crate) type Patch = (usize, PageId, u64);
+
+/// One inner level's buffers for a change's descent.
+#[derive(Debug, Default)]
+pub(crate) struct LevelBuffers {
+    pub(super) runs: Vec<Run>,
+    pub(super) patches: Vec<Patch>,
+}
 
 /// A buffer grown past this by one large batch is dropped after it instead of being kept.
 const KEEP_BYTES: usize = 1 << 20;
@@ -26,6 +39,14 @@ pub struct WriteScratch {
     pub(crate) leaf_lcps: Vec<u32>,
     /// The same for the entries of the leaf being written.
     pub(crate) merged_lcps: Vec<u32>,
+    /// Where each mutation of a leaf's run is in that leaf.
+    pub(crate) found: Vec<std::result::Result<usize, usize>>,
+    /// A compare-and-swap's condition, with its buffer for the expected value.
+    pub(crate) swap_check: super::swap::SwapCheck,
+    /// Each inner level's buffers, by level (a single put's descent allocated a vector
+    /// for its runs and another for its changes at every level: callgrind,
+    /// docs/performance.md).
+    levels: Vec<LevelBuffers>,
     /// A transaction's copy-on-write bookkeeping, empty between transactions.
     pub(crate) books: Books,
 }
@@ -68,6 +89,27 @@ impl WriteScratch {
         Self::default()
     }
 
+    /// Level `level`'s buffers, empty, for the descent to fill and give back.
+    pub(super) fn take_level(&mut self, level: u32) -> LevelBuffers {
+        let mut b = self
+            .levels
+            .get_mut(level as usize)
+            .map(std::mem::take)
+            .unwrap_or_default();
+        b.runs.clear();
+        b.patches.clear();
+        b
+    }
+
+    /// Gives back level `level`'s buffers for the next descent.
+    pub(super) fn give_back_level(&mut self, level: u32, b: LevelBuffers) {
+        let i = level as usize;
+        if self.levels.len() <= i {
+            self.levels.resize_with(i + 1, LevelBuffers::default);
+        }
+        self.levels[i] = b;
+    }
+
     /// Drops any buffer that one unusually large batch left oversized.
     pub(crate) fn trim(&mut self) {
         fn trim<T>(v: &mut Vec<T>) {
@@ -81,6 +123,12 @@ impl WriteScratch {
         trim(&mut self.leaf_spans);
         trim(&mut self.leaf_lcps);
         trim(&mut self.merged_lcps);
+        trim(&mut self.found);
+        trim(&mut self.swap_check.expected);
+        for b in &mut self.levels {
+            trim(&mut b.runs);
+            trim(&mut b.patches);
+        }
         trim(&mut self.books.frees);
         if self.books.pages.capacity() > KEEP_PAGES {
             // One large batch's maps: dropped, as its buffers are.

@@ -11,9 +11,9 @@ use crate::page::{decode_overflow_run, ValueCell};
 
 /// The condition of the swap being applied, and what the leaf held when it failed.
 #[derive(Debug, Default)]
-pub(super) struct SwapCheck {
+pub(crate) struct SwapCheck {
     /// The value the swap expects (meaningful when `expect_present`).
-    expected: Vec<u8>,
+    pub(super) expected: Vec<u8>,
     /// False: the swap expects the key to be absent.
     expect_present: bool,
     /// Set at the leaf when the condition failed: the value found (None: absent).
@@ -37,19 +37,19 @@ impl WriteTxn<'_> {
             }
             return self.apply(m).map(Ok);
         }
-        let mut check = std::mem::take(&mut self.swap_check);
+        // In the writer's scratch: its buffer for the expected value is kept between swaps.
+        let check = &mut self.scratch.swap_check;
         check.expected.clear();
         check.expect_present = expected.is_some();
         check
             .expected
             .extend_from_slice(expected.unwrap_or_default());
         check.conflict = None;
-        self.swap_check = check;
         self.checking_swap = true;
         let applied = self.apply_sorted(std::slice::from_ref(&m));
         self.checking_swap = false;
         let changed = applied?;
-        if let Some(current) = self.swap_check.conflict.take() {
+        if let Some(current) = self.scratch.swap_check.conflict.take() {
             return Ok(Err(current));
         }
         self.log_mutations(std::slice::from_ref(&m));
@@ -66,8 +66,8 @@ impl WriteTxn<'_> {
         if !self.checking_swap {
             return Ok(None);
         }
-        let expected = self.swap_check.expected.as_slice();
-        let holds = match (current, self.swap_check.expect_present) {
+        let expected = self.scratch.swap_check.expected.as_slice();
+        let holds = match (current, self.scratch.swap_check.expect_present) {
             (None, false) => true,
             (None, true) | (Some(_), false) => false,
             (Some(ValueCell::Inline(v)), true) => v == expected,
@@ -86,7 +86,7 @@ impl WriteTxn<'_> {
 
     /// Records that the swap's condition failed, finding `current`.
     pub(super) fn swap_failed(&mut self, current: Option<Vec<u8>>) {
-        self.swap_check.conflict = Some(current);
+        self.scratch.swap_check.conflict = Some(current);
     }
 
     /// A copy of the value `cell` refers to, as this transaction sees it.
