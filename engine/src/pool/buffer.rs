@@ -730,8 +730,14 @@ impl BufferPool {
     /// here on (as with [`BufferPool::discard`]), and the next image installed for the
     /// page replaces it in its place in the table, or eviction drops it first. No reader
     /// reaches it: no version references the page. Cheaper than a discard, which empties
-    /// the table's place for the next install to fill again.
+    /// the table's place for the next install to fill again. Eviction takes it first.
     pub fn keep_freed(&self, id: PageId) {
+        // Eviction takes it before any page someone may read (kept as a page of the
+        // queues, stale images displaced read pages: the gate's cold trace lookups read
+        // 7 % more pages).
+        if let Some(page) = self.table.get(id) {
+            lock(&self.evictor).note_stale(id, page.gen());
+        }
         // A dirty image is in the dirty list (`install` puts it there, `write_back` takes
         // it out once clean): a clean one is never written again.
         if let Some(page) = lock(&self.dirty).remove(&id) {
@@ -776,6 +782,20 @@ impl BufferPool {
     }
 
     fn evict_locked(&self, ev: &mut Evictor) {
+        // Stale images of kept freed pages first: no one reads them.
+        while ev.over_budget() {
+            let Some((id, gen)) = ev.next_stale() else {
+                break;
+            };
+            let Some(page) = self.table.get(id) else {
+                continue;
+            };
+            // A newer image of the page (installed since) has another generation.
+            if page.gen() == gen && !page.is_dirty() && self.table.remove_if(id, gen) {
+                ev.resident -= 1;
+                self.recycle(page);
+            }
+        }
         while ev.over_budget() && self.evict_frame(ev) {}
         let mut guard = ev.queued() * 8 + 16;
         while ev.over_budget() && guard > 0 {

@@ -41,7 +41,14 @@ pub struct Evictor {
     pub frames: VecDeque<(PageId, u64)>,
     /// Pages in the table.
     pub resident: usize,
+    /// Stale images of freed pages kept in the table for reuse (`BufferPool::keep_freed`),
+    /// oldest first: evicted before any page of the queues, which someone may read.
+    stale: VecDeque<(PageId, u64)>,
 }
+
+/// Stale images remembered for eviction first; an older one beyond this is left to the
+/// queues (a steady writer replaces each within a commit or two).
+const STALE_ENTRIES: usize = 256;
 
 impl Evictor {
     /// Queues for a pool of `capacity` pages.
@@ -55,6 +62,7 @@ impl Evictor {
             ghost_set: IdSet::default(),
             frames: VecDeque::new(),
             resident: 0,
+            stale: VecDeque::new(),
         }
     }
 
@@ -82,6 +90,19 @@ impl Evictor {
         } else {
             self.small.push_back(entry);
         }
+    }
+
+    /// Remembers the stale image (page, generation) of a freed page kept for reuse.
+    pub fn note_stale(&mut self, id: PageId, gen: u64) {
+        if self.stale.len() >= STALE_ENTRIES {
+            self.stale.pop_front();
+        }
+        self.stale.push_back((id, gen));
+    }
+
+    /// The oldest stale image remembered: evicted first when it is still resident.
+    pub fn next_stale(&mut self) -> Option<(PageId, u64)> {
+        self.stale.pop_front()
     }
 
     /// The next candidate: (page, generation, from the small queue).
