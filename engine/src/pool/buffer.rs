@@ -782,6 +782,9 @@ impl BufferPool {
     }
 
     fn evict_locked(&self, ev: &mut Evictor) {
+        if ev.has_many_dead() {
+            ev.drop_dead(|id, gen| self.table.get(id).is_some_and(|p| p.gen() == gen));
+        }
         // Stale images of kept freed pages first: no one reads them.
         while ev.over_budget() {
             let Some((id, gen)) = ev.next_stale() else {
@@ -1180,6 +1183,24 @@ pub(super) mod tests {
         assert_eq!(on_disk(&storage, 7), image(7, 5));
         // The old image's buffer went to the spare list for the next copy.
         assert_eq!(lock(&pool.spare).len(), 1);
+    }
+
+    #[test]
+    fn the_eviction_queues_stay_bounded_under_a_writer_that_fits() {
+        // A pool far from its budget never takes a candidate: the queue entries of
+        // replaced images must still go.
+        let (pool, _storage) = pool_over(0, 64, ScanIo::Paged);
+        for round in 0..5_000u64 {
+            for id in 2..5 {
+                pool.install(image(id, round + 1)).expect("install");
+            }
+        }
+        assert_eq!(pool.occupancy().0, 3);
+        let queued = lock(&pool.evictor).queued();
+        assert!(
+            queued <= 2 * 64 + 1024 + 1,
+            "{queued} entries queued for 3 pages"
+        );
     }
 
     #[test]

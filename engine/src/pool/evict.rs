@@ -160,7 +160,25 @@ impl Evictor {
     pub fn queued(&self) -> usize {
         self.small.len() + self.main.len()
     }
+
+    /// True when the queues hold so many dead entries (pages discarded or replaced since
+    /// they were queued) that they should be dropped: a pool under its budget never takes
+    /// a candidate, so without this a writer whose data fits grew them by an entry for
+    /// every page it wrote (three a compare-and-swap), forever.
+    pub fn has_many_dead(&self) -> bool {
+        self.queued() > 2 * self.capacity + DEAD_SLACK
+    }
+
+    /// Keeps only the queue entries for which `live(page, generation)` holds.
+    pub fn drop_dead(&mut self, live: impl Fn(PageId, u64) -> bool) {
+        self.small.retain(|&(id, gen)| live(id, gen));
+        self.main.retain(|&(id, gen)| live(id, gen));
+    }
 }
+
+/// Dead queue entries tolerated beyond twice the capacity before they are dropped: each
+/// drop costs a pass over the queues, so it runs once per that many admissions at most.
+const DEAD_SLACK: usize = 1024;
 
 #[cfg(test)]
 mod tests {
