@@ -29,7 +29,7 @@ pub const FIRST_DATA_PAGE: PageId = 2;
 /// Freed single pages kept for the next page copies (see the module comment): enough for
 /// the commits of a group of writers on a deep tree, few enough that their stale images
 /// take little of the pool.
-pub const HOT_PAGES: usize = 64;
+pub const HOT_PAGES: usize = 8;
 
 /// What one [`Allocator::reclaim`] made free, kept by the caller between commits so that
 /// a commit allocates nothing for it.
