@@ -26,9 +26,9 @@ use crate::page::PageId;
 /// Pages 0 and 1 hold the two superblock copies.
 pub const FIRST_DATA_PAGE: PageId = 2;
 
-/// Freed single pages kept for the next page copies (see the module comment): enough for
-/// the commits of a group of writers on a deep tree, few enough that their stale images
-/// take little of the pool.
+/// Freed single pages kept for the next page copies (see the module comment): enough for a
+/// single put's or a small batch's path, few enough that their stale images take little of
+/// the pool (64 left the gate's cold trace lookups at their bound: docs/performance.md).
 pub const HOT_PAGES: usize = 8;
 
 /// What one [`Allocator::reclaim`] made free, kept by the caller between commits so that
