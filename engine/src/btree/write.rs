@@ -379,25 +379,26 @@ impl<'a> WriteTxn<'a> {
     /// Sets the tree after the root was changed in place into page `id` (its children are
     /// the old root's: nothing to grow), with the entry count moved by `delta`.
     fn finish_root_patch(&mut self, id: PageId, delta: i64) -> Result<()> {
+        self.move_entries(delta)?;
+        self.root = Some(id);
+        self.collapse_root()
+    }
+
+    /// Moves the entry count by `delta`.
+    fn move_entries(&mut self, delta: i64) -> Result<()> {
         self.entries = self
             .entries
             .checked_add_signed(delta)
             .ok_or_else(|| Error::Integrity {
                 reason: "entry count went negative".into(),
             })?;
-        self.root = Some(id);
-        self.collapse_root()
+        Ok(())
     }
 
     /// Sets the tree after a change of the root: the entry count moved by `delta`, and
     /// `pieces` replaced the old root.
     fn finish_root_change(&mut self, pieces: Vec<Piece>, delta: i64) -> Result<()> {
-        self.entries = self
-            .entries
-            .checked_add_signed(delta)
-            .ok_or_else(|| Error::Integrity {
-                reason: "entry count went negative".into(),
-            })?;
+        self.move_entries(delta)?;
         self.grow_root(pieces);
         self.collapse_root()
     }

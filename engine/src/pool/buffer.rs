@@ -730,7 +730,7 @@ impl BufferPool {
     /// here on (as with [`BufferPool::discard`]), and the next image installed for the
     /// page replaces it in its place in the table, or eviction drops it first. No reader
     /// reaches it: no version references the page. Cheaper than a discard, which empties
-    /// the table's place for the next install to fill again. Eviction takes it first.
+    /// the table's place for the next install to fill again.
     pub fn keep_freed(&self, id: PageId) {
         // Eviction takes it before any page someone may read (kept as a page of the
         // queues, stale images displaced read pages: the gate's cold trace lookups read
@@ -794,7 +794,7 @@ impl BufferPool {
                 continue;
             };
             // A newer image of the page (installed since) has another generation.
-            if page.gen() == gen && !page.is_dirty() && self.table.remove_if(id, gen) {
+            if page.gen() == gen && self.table.remove_if(id, gen) {
                 ev.resident -= 1;
                 self.recycle(page);
             }
