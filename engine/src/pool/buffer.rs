@@ -2,7 +2,7 @@
 //! mode only), installation of pages written by commits, write-back and eviction.
 
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::evict::{Evictor, Verdict};
@@ -103,6 +103,9 @@ pub struct BufferPool {
     /// Cleared for good once the pool first evicts or the file outgrows it: from then on a
     /// miss reads only its page.
     filling: AtomicBool,
+    /// Dirty victims set aside by eviction and not yet taken to be written back: lets
+    /// every evicting path skip the evictor's lock when there are none.
+    set_aside_count: AtomicUsize,
 }
 
 /// Spare pages kept at most.
@@ -160,6 +163,7 @@ impl BufferPool {
             file_pages: AtomicU64::new(file_pages),
             ensured_bytes: AtomicU64::new(0),
             filling: AtomicBool::new(cfg.fill_readaround_pages > 1),
+            set_aside_count: AtomicUsize::new(0),
         }
     }
 
@@ -194,6 +198,8 @@ impl BufferPool {
         let mut ev = lock(&self.evictor);
         ev.set_capacity(pages);
         self.evict_locked(&mut ev);
+        drop(ev);
+        self.write_back_set_aside();
     }
 
     /// (resident pages, capacity in pages).
@@ -296,6 +302,7 @@ impl BufferPool {
             }
             self.evict_locked(&mut ev);
         }
+        self.write_back_set_aside();
         self.counters.add(Counter::ReadaroundPages, ahead);
         Ok(wanted)
     }
@@ -524,6 +531,7 @@ impl BufferPool {
             ev.frames.push_back((start, self.geo.pages_per_frame()));
             self.evict_locked(&mut ev);
         }
+        self.write_back_set_aside();
         match wanted.or_else(|| self.table.get(id)) {
             Some(p) => Ok(p),
             None => self.read_page(id),
@@ -649,6 +657,8 @@ impl BufferPool {
             ev.resident += 1;
             ev.admit(&winner);
             self.evict_locked(&mut ev);
+            drop(ev);
+            self.write_back_set_aside();
         }
         (winner, inserted)
     }
@@ -688,6 +698,7 @@ impl BufferPool {
         if let Some(old) = replaced {
             self.recycle(old);
         }
+        self.write_back_set_aside();
         Ok(page)
     }
 
@@ -815,15 +826,14 @@ impl BufferPool {
             let Verdict::Evict { from_small } = ev.judge(&page, from_small) else {
                 continue;
             };
-            match self.write_back(&page) {
-                Ok(true) => self.counters.add(Counter::DirtyWritebacks, 1),
-                Ok(false) => {}
-                Err(e) => {
-                    // Keep the page: the next checkpoint reports the failure.
-                    *lock(&self.writeback_failed) = Some(e.to_string());
-                    ev.keep_after_failure(&page);
-                    break;
-                }
+            if page.is_dirty() {
+                // Written back once this lock is released (`write_back_set_aside`), by the
+                // thread that chose it: a write can take milliseconds when the OS must
+                // reclaim memory for it (1.6 ms measured beside an ingesting writer), and
+                // every miss of every reader waits for this lock.
+                ev.set_aside(page, from_small);
+                self.set_aside_count.fetch_add(1, Ordering::AcqRel);
+                continue;
             }
             if self.table.remove_if(id, gen) {
                 ev.resident -= 1;
@@ -833,6 +843,62 @@ impl BufferPool {
                     ev.remember(id);
                 }
                 self.recycle(page);
+            }
+        }
+    }
+
+    /// Writes back the dirty victims that eviction set aside, outside the evictor's lock,
+    /// and evicts each one that is still over the budget once clean (or puts it back at
+    /// the head of its queue). Every path that evicts calls it after releasing the lock.
+    fn write_back_set_aside(&self) {
+        while self.set_aside_count.load(Ordering::Acquire) > 0 {
+            let next = {
+                let mut ev = lock(&self.evictor);
+                let next = ev.next_set_aside();
+                if next.is_some() {
+                    self.set_aside_count.fetch_sub(1, Ordering::AcqRel);
+                }
+                next
+            };
+            let Some((page, from_small)) = next else {
+                return;
+            };
+            self.settle_set_aside(page, from_small);
+        }
+    }
+
+    /// Writes back one victim set aside, then evicts or requeues it.
+    fn settle_set_aside(&self, page: Arc<Page>, from_small: bool) {
+        let written = self.write_back(&page);
+        let (id, gen) = (page.id(), page.gen());
+        let mut ev = lock(&self.evictor);
+        ev.settled();
+        match written {
+            Ok(wrote) => {
+                if wrote {
+                    self.counters.add(Counter::DirtyWritebacks, 1);
+                }
+                // Discarded, kept or replaced meanwhile: no longer this image's place.
+                if self.table.get(id).is_none_or(|p| p.gen() != gen) {
+                    return;
+                }
+                if ev.over_budget() && self.table.remove_if(id, gen) {
+                    ev.resident -= 1;
+                    self.filling.store(false, Ordering::Relaxed);
+                    self.counters.add(Counter::Evictions, 1);
+                    if from_small {
+                        ev.remember(id);
+                    }
+                    drop(ev);
+                    self.recycle(page);
+                } else {
+                    ev.requeue_first(&page, from_small);
+                }
+            }
+            Err(e) => {
+                // Keep the page: the next checkpoint reports the failure.
+                *lock(&self.writeback_failed) = Some(e.to_string());
+                ev.keep_after_failure(&page);
             }
         }
     }
@@ -1161,6 +1227,72 @@ pub(super) mod tests {
         assert_eq!(pool.flush_dirty().expect("flush"), 0);
         assert!(storage.len().expect("len") <= 7 * PAGE as u64);
         assert_eq!(count(&pool, Counter::PagesWritten), 0);
+    }
+
+    #[test]
+    fn a_dirty_victim_is_written_back_outside_the_evictors_lock() {
+        use crate::storage::{FaultPlan, FaultyOpener};
+        use std::sync::mpsc;
+        use std::time::Duration;
+
+        let plan = FaultPlan::new("");
+        let opener = FaultyOpener {
+            inner: SimDisk::new(),
+            plan: plan.clone(),
+        };
+        let storage = opener
+            .open(Path::new("/sim/data"), true)
+            .expect("open the simulated file");
+        let mut bytes = vec![0u8; 2 * PAGE];
+        for id in 2..12 {
+            bytes.extend(image(id, 1));
+        }
+        storage.write_at(&bytes, 0).expect("write the images");
+        let geo = Geometry::new(PAGE as u32, 8 * PAGE as u32).expect("geometry");
+        let cfg = PoolConfig {
+            capacity_pages: 4,
+            scan_io: ScanIo::Paged,
+            fill_readaround_pages: 0,
+            share_images: false,
+        };
+        let pool = BufferPool::new(storage.clone(), geo, cfg);
+        // Queued in this order: dirty 2, clean 8 and 10, dirty 3.
+        pool.install(image(2, 2)).expect("install");
+        for id in [8, 10] {
+            pool.get(id, Access::Point).expect("read");
+        }
+        pool.install(image(3, 2)).expect("install");
+        // The next install evicts dirty page 2, whose write stalls.
+        plan.stall_write(1);
+        let pool = &pool;
+        std::thread::scope(|s| {
+            let writer = s.spawn(|| pool.install(image(6, 2)));
+            assert!(
+                plan.wait_for_stall(Duration::from_secs(30)),
+                "no write stalled"
+            );
+            // Meanwhile a reader's miss takes the evictor's lock, evicts clean page 8, and
+            // returns (a dirty victim would wait for the write-back latch: write-backs
+            // are one at a time).
+            let (done, finished) = mpsc::channel();
+            let reader = s.spawn(move || {
+                let got = pool.get(9, Access::Point).map(|p| p.id());
+                let _ = done.send(());
+                got
+            });
+            let waited = finished.recv_timeout(Duration::from_secs(30));
+            plan.release_stall();
+            assert!(waited.is_ok(), "the miss waited for the stalled write-back");
+            assert_eq!(reader.join().expect("reader").expect("read page 9"), 9);
+            writer.join().expect("writer").expect("install page 6");
+        });
+        // Settled: within the budget, and every evicted dirty page is on disk.
+        assert!(pool.occupancy().0 <= 4, "{:?}", pool.occupancy());
+        assert!(!pool.is_resident(2) && !pool.is_resident(8));
+        for id in [2, 3, 6].into_iter().filter(|&id| !pool.is_resident(id)) {
+            assert_eq!(on_disk(&storage, id), image(id, 2), "page {id}");
+        }
+        assert_eq!(lock(&pool.evictor).writing(), 0);
     }
 
     #[test]

@@ -9,6 +9,7 @@
 
 use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
 use super::Page;
 use crate::page::{PageId, PageKind};
@@ -44,6 +45,13 @@ pub struct Evictor {
     /// Stale images of freed pages kept in the table for reuse (`BufferPool::keep_freed`),
     /// oldest first: evicted before any page of the queues, which someone may read.
     stale: VecDeque<(PageId, u64)>,
+    /// Dirty victims taken out of the queues, to be written back after the evictor's lock
+    /// is released and then evicted (`BufferPool::write_back_set_aside`), with whether
+    /// each came from the small queue.
+    set_aside: Vec<(Arc<Page>, bool)>,
+    /// Victims set aside and not yet settled (written back and evicted, or requeued):
+    /// they count as gone for the budget, so that no other page is evicted in their place.
+    writing: usize,
 }
 
 /// Stale images remembered for eviction first; an older one beyond this is left to the
@@ -63,6 +71,8 @@ impl Evictor {
             frames: VecDeque::new(),
             resident: 0,
             stale: VecDeque::new(),
+            set_aside: Vec::new(),
+            writing: 0,
         }
     }
 
@@ -77,9 +87,44 @@ impl Evictor {
         self.small_target = (capacity / 10).max(1);
     }
 
-    /// True while the pool holds more pages than its budget.
+    /// True while the pool holds more pages than its budget, not counting the victims
+    /// being written back (they leave as soon as they are clean).
     pub fn over_budget(&self) -> bool {
-        self.resident > self.capacity
+        self.resident.saturating_sub(self.writing) > self.capacity
+    }
+
+    /// Takes a dirty victim out of the queues until it is written back: see
+    /// [`Evictor::next_set_aside`] and [`Evictor::settled`].
+    pub fn set_aside(&mut self, page: Arc<Page>, from_small: bool) {
+        self.writing += 1;
+        self.set_aside.push((page, from_small));
+    }
+
+    /// A victim set aside and not yet taken by a thread to write back.
+    pub fn next_set_aside(&mut self) -> Option<(Arc<Page>, bool)> {
+        self.set_aside.pop()
+    }
+
+    /// Victims set aside and not yet settled.
+    #[cfg(test)]
+    pub fn writing(&self) -> usize {
+        self.writing
+    }
+
+    /// A victim set aside was written back (or found clean, or failed): it counts for the
+    /// budget again, and its caller evicts or requeues it.
+    pub fn settled(&mut self) {
+        self.writing = self.writing.saturating_sub(1);
+    }
+
+    /// Puts a victim back at the head of its queue: the next candidate again.
+    pub fn requeue_first(&mut self, page: &Page, from_small: bool) {
+        let entry = (page.id(), page.gen());
+        if from_small {
+            self.small.push_front(entry);
+        } else {
+            self.main.push_front(entry);
+        }
     }
 
     /// Queues a newly resident page.

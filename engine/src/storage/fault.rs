@@ -227,4 +227,8 @@ impl Storage for FaultyFile {
     fn path(&self) -> &Path {
         self.inner.path()
     }
+
+    fn drop_cached(&self, offset: u64, len: u64) {
+        self.inner.drop_cached(offset, len);
+    }
 }

@@ -312,6 +312,13 @@ impl Storage for FileStorage {
         &self.path
     }
 
+    fn drop_cached(&self, offset: u64, len: u64) {
+        if let Some(len) = std::num::NonZeroU64::new(len) {
+            let _ =
+                rustix::fs::fadvise(&self.file, offset, Some(len), rustix::fs::Advice::DontNeed);
+        }
+    }
+
     fn shared_map(&self, end: u64) -> Option<SharedMap> {
         let slot = self.map.as_ref()?;
         if end > self.len.load(Ordering::Acquire) {

@@ -123,4 +123,13 @@ pub trait Storage: Send + Sync + std::fmt::Debug + 'static {
         let _ = end;
         None
     }
+    /// Advises the OS that the `len` bytes at `offset`, written, will not be read through
+    /// its page cache soon (`posix_fadvise(DONTNEED)`): it drops the clean pages and starts
+    /// writing the dirty ones, so that a second advice later drops those too. The log uses
+    /// it: under a memory cgroup, whose limit counts the page cache, a writer's log pages
+    /// otherwise pushed out the pages readers miss on. Advice only: nothing changes on
+    /// disk, and a failure is ignored.
+    fn drop_cached(&self, offset: u64, len: u64) {
+        let _ = (offset, len);
+    }
 }

@@ -16,6 +16,9 @@ struct FileState {
     durable: Vec<u8>,
     /// Writes since the last sync: (offset, bytes); a length change is (len, empty).
     pending: Vec<(u64, Vec<u8>)>,
+    /// Ranges advised out of the page cache (`Storage::drop_cached`): (offset, len, and
+    /// whether a write in it was not synced yet).
+    dropped: Vec<(u64, u64, bool)>,
 }
 
 /// A set of in-memory files keyed by path, shared by every storage opened from it.
@@ -39,6 +42,15 @@ impl SimDisk {
         SimDisk {
             files: Arc::new(Mutex::new(lock(&self.files).clone())),
         }
+    }
+
+    /// The ranges advised out of the page cache in the file at `path`, in order: (offset,
+    /// length, whether it held a write not yet synced when it was advised).
+    pub fn dropped_ranges(&self, path: &Path) -> Vec<(u64, u64, bool)> {
+        lock(&self.files)
+            .get(path)
+            .map(|f| f.dropped.clone())
+            .unwrap_or_default()
     }
 
     /// Forgets every byte not made durable by a sync.
@@ -199,5 +211,15 @@ impl Storage for SimFile {
 
     fn path(&self) -> &Path {
         &self.path
+    }
+
+    fn drop_cached(&self, offset: u64, len: u64) {
+        self.with(|f| {
+            let end = offset.saturating_add(len);
+            let unsynced = f.pending.iter().any(|(at, bytes)| {
+                !bytes.is_empty() && *at < end && at.saturating_add(bytes.len() as u64) > offset
+            });
+            f.dropped.push((offset, len, unsynced));
+        })
     }
 }

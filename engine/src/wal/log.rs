@@ -28,6 +28,13 @@ const GROW_BYTES: u64 = 1 << 20;
 /// checkpoints, small beside a bulk load's epoch, which grows by chunks past it.
 const PREPARE_MAX_BYTES: u64 = 8 * GROW_BYTES;
 
+/// The OS page cache's page: synced log bytes are advised out of the cache in whole pages.
+const PAGE_CACHE_BYTES: u64 = 4096;
+
+/// Appends advise the OS out of its page cache behind them in chunks of this size, synced
+/// or not (see [`Wal::write_record`]).
+const DROP_BEHIND_BYTES: u64 = 1 << 20;
+
 /// Bytes of one write of zeros when a log file grows or is prepared (see `fill_zeros`).
 const FILL_WRITE_BYTES: usize = 4096;
 
@@ -47,6 +54,12 @@ struct Files {
     prepared: Option<u64>,
     /// Bytes the previous epoch appended: how much the next file is filled ahead.
     last_epoch_bytes: u64,
+    /// The active file's bytes below this were synced and advised out of the OS page
+    /// cache (whole pages only: see [`Wal::wait_durable`]).
+    dropped_to: u64,
+    /// Whole chunks of [`DROP_BEHIND_BYTES`] of the active file advised out behind the
+    /// appends (see [`Wal::write_record`]).
+    advised_chunks: u64,
 }
 
 struct SyncState {
@@ -280,6 +293,8 @@ impl Wal {
                 capacity,
                 prepared: None,
                 last_epoch_bytes: 0,
+                dropped_to: 0,
+                advised_chunks: 0,
             }),
             sync: Mutex::new(SyncState {
                 synced: appended,
@@ -318,7 +333,33 @@ impl Wal {
         let synced = lock(&self.sync).synced;
         let epoch = st.epoch[st.active];
         seal_record(epoch, seq, synced, n_ops, record);
-        self.write_record(&mut st, seq, record)
+        self.write_record(&mut st, seq, record)?;
+        let behind = Self::chunks_behind(&mut st);
+        drop(st);
+        if let Some((file, from, len)) = behind {
+            file.drop_cached(from, len);
+        }
+        Ok(())
+    }
+
+    /// The log's bytes to advise out of the OS page cache behind the appends, once they
+    /// pass a chunk boundary: the chunks completed since the last advice, whose first
+    /// advice starts their write to the device, and the chunk advised last time, written
+    /// by now, which the second advice drops. Without a sync after every commit (`Wal {
+    /// sync: false }`), nothing else would let the log's pages go before the next
+    /// checkpoint, and under a memory cgroup tens of megabytes of them pushed out the data
+    /// file's pages that readers miss on (docs/performance.md, sixteenth session). The
+    /// chunk being appended to is never advised: a partial write to a page not cached
+    /// would first read it from the device.
+    fn chunks_behind(st: &mut Files) -> Option<(Arc<dyn Storage>, u64, u64)> {
+        let chunks = st.end / DROP_BEHIND_BYTES;
+        if chunks <= st.advised_chunks {
+            return None;
+        }
+        let from = st.advised_chunks.saturating_sub(1) * DROP_BEHIND_BYTES;
+        st.advised_chunks = chunks;
+        let to = chunks * DROP_BEHIND_BYTES;
+        Some((st.files[st.active].clone(), from, to - from))
     }
 
     /// Writes a sealed record at the end of the active file, growing the file by a chunk
@@ -361,14 +402,17 @@ impl Wal {
             }
             s.in_progress = true;
             drop(s);
-            let (file, target) = {
+            let (file, target, epoch, end) = {
                 let st = lock(&self.state);
                 (
                     st.files[st.active].clone(),
                     self.appended.load(Ordering::Acquire),
+                    st.epoch[st.active],
+                    st.end,
                 )
             };
             let r = file.sync();
+            let synced = r.is_ok();
             s = lock(&self.sync);
             s.in_progress = false;
             match r {
@@ -379,7 +423,36 @@ impl Wal {
                 Err(e) => s.failed = Some(format!("fsync of the log failed: {e}")),
             }
             self.synced_cv.notify_all();
+            if synced {
+                // After the waiters are woken: the advice is off their path.
+                drop(s);
+                self.drop_synced(&file, epoch, end);
+                s = lock(&self.sync);
+            }
         }
+    }
+
+    /// Advises the OS to drop the log's synced whole pages below `end` (of the file that
+    /// was active in `epoch`) from its page cache: a log is read only by recovery, and
+    /// under a memory cgroup its pages would push out the pages readers miss on. The page
+    /// holding `end` stays: the next append writes into it, and a partial write to a page
+    /// not cached would first read it from the device.
+    fn drop_synced(&self, file: &Arc<dyn Storage>, epoch: u64, end: u64) {
+        let (from, to) = {
+            let mut st = lock(&self.state);
+            if st.epoch[st.active] != epoch {
+                // Switched since: the switch advised the whole file out.
+                return;
+            }
+            let to = end / PAGE_CACHE_BYTES * PAGE_CACHE_BYTES;
+            let from = st.dropped_to;
+            if to <= from {
+                return;
+            }
+            st.dropped_to = to;
+            (from, to)
+        };
+        file.drop_cached(from, to - from);
     }
 
     /// Marks the log as failed: every waiting and later commit is refused.
@@ -407,6 +480,8 @@ impl Wal {
             let mut s = lock(&self.sync);
             s.synced = s.synced.max(st.last_seq[active]);
         }
+        // Every record of the file is on disk and only recovery would read them.
+        st.files[active].drop_cached(0, st.end);
         let epoch = st.epoch[active] + 1;
         let capacity = match st.prepared.take() {
             Some(capacity) => capacity,
@@ -428,6 +503,8 @@ impl Wal {
         st.end = FILE_HEADER_LEN as u64;
         st.bytes = 0;
         st.capacity = capacity;
+        st.dropped_to = 0;
+        st.advised_chunks = 0;
         Ok(true)
     }
 
@@ -557,6 +634,51 @@ mod tests {
         assert_eq!(raw(&disk, 0), encode_header(1));
         assert!(raw(&disk, 1).is_empty());
         assert_eq!(opened.wal.pending_bytes(), 0);
+    }
+
+    #[test]
+    fn synced_whole_pages_of_the_log_leave_the_os_cache_and_nothing_unsynced_does() {
+        let disk = SimDisk::new();
+        let wal = open(&disk).wal;
+        let path = |i: usize| dir().join(WAL_FILES[i]);
+        // Commits of 3,000-odd bytes: each sync passes at least one page boundary.
+        let mut seq = 0;
+        let mut ends = Vec::new();
+        for _ in 0..4 {
+            seq += 1;
+            let mut ops = Vec::new();
+            encode_ops(&mut ops, b"k", Some(&[seq as u8; 3000]));
+            wal.append(seq, 1, &ops).expect("append");
+            wal.wait_durable(seq).expect("sync");
+            ends.push(lock(&wal.state).end);
+        }
+        let dropped = disk.dropped_ranges(&path(0));
+        assert!(
+            dropped.iter().all(|d| !d.2),
+            "only synced bytes are advised out"
+        );
+        // Contiguous whole pages from the start, ending at the page holding the last end.
+        let mut at = 0;
+        for &(offset, len, _) in &dropped {
+            assert_eq!((offset, len % PAGE_CACHE_BYTES), (at, 0));
+            at += len;
+        }
+        let last = *ends.last().expect("four ends");
+        assert_eq!(at, last / PAGE_CACHE_BYTES * PAGE_CACHE_BYTES);
+        assert!(at > 0 && at <= last);
+
+        // An appended record not yet synced is not advised out.
+        seq += 1;
+        append(&wal, seq);
+        assert_eq!(disk.dropped_ranges(&path(0)), dropped);
+
+        // A switch syncs the whole file and advises all of it out; the next file starts
+        // from its beginning again.
+        let end = lock(&wal.state).end;
+        assert!(wal.rotate(0).expect("rotate"));
+        let after = disk.dropped_ranges(&path(0));
+        assert_eq!(after.last(), Some(&(0, end, false)));
+        assert_eq!(lock(&wal.state).dropped_to, 0);
     }
 
     #[test]

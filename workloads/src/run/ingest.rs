@@ -10,7 +10,7 @@ use aimeta_reports::{Record, Status};
 use super::ingest_phase::{
     self, engine_err, warm_up, wrong, ReaderPlan, WriterPlan, MIN_READER_OPS, SAMPLES_PER_BATCH,
 };
-use super::measure::latency;
+use super::measure::{io_per_op, latency};
 use super::{
     base_record, enter_budget, sync_put, workload_seed, Data, Planned, Progress, RunError,
     RunOptions, Session, Variant, Workload,
@@ -152,12 +152,14 @@ pub(crate) fn writer_variant_name(
     WRITER_NAMES[readers.index()][durability.index()]
 }
 
-/// The writer's batches per phase at `scale`: ci 2, quick 5, seed and above 10.
-fn batches(scale: &Scale) -> u32 {
+/// The writer's batches per phase at `scale`, at least and at most: ci 2 to 20, quick 5
+/// to 100, seed and above 10 to 200 (it writes on while any reader is short of its
+/// operations; the bound keeps the store from growing past 2 M appended keys a phase).
+fn batches(scale: &Scale) -> (u32, u32) {
     match scale.name {
-        "ci" => 2,
-        "quick" => 5,
-        _ => 10,
+        "ci" => (2, 20),
+        "quick" => (5, 100),
+        _ => (10, 200),
     }
 }
 
@@ -230,13 +232,16 @@ pub(crate) fn measure_writes(
         }
         let od = with_durability(o, d.durability());
         for r in IngestReaders::ALL {
-            out.extend(phase(&od, s, m, &ingest, r, d, None, progress)?);
+            out.extend(phase(&od, s, m, &ingest, r, d, None, progress)?.0);
+            let (min_batches, max_batches) = batches(&o.scale);
             let writer = WriterPlan {
                 first_shard: appended.end,
-                batches: batches(&o.scale),
+                min_batches,
+                max_batches,
             };
-            appended.end += writer.batches;
-            out.extend(phase(&od, s, m, &ingest, r, d, Some(writer), progress)?);
+            let (records, shards) = phase(&od, s, m, &ingest, r, d, Some(writer), progress)?;
+            appended.end += shards;
+            out.extend(records);
         }
     }
     let mut written = Vec::new();
@@ -310,7 +315,7 @@ fn phase(
     d: IngestDurability,
     writer: Option<WriterPlan>,
     progress: &dyn Progress,
-) -> Result<Vec<Record>, RunError> {
+) -> Result<(Vec<Record>, u32), RunError> {
     let v = Variant::Ingest {
         readers: r,
         writer: writer.is_some(),
@@ -328,17 +333,38 @@ fn phase(
         ops_alone: (o.scale.ops / u64::from(threads)).max(MIN_READER_OPS),
     };
     let engine = s.engine()?;
-    warm_up(engine, m, &dataset, seed, o.scale.warmup)?;
+    // As many warm-up operations as the readers run alone: a phase beside the writer
+    // lasts only as long as its batches (tens of milliseconds at the seed scale), so its
+    // readers would otherwise run in a cache colder than the alone phase's average, and
+    // the comparison would measure the cache's warming, not the writer (the sixteenth
+    // session measured 3.4 times the reads from storage per operation for that reason).
+    warm_up(
+        engine,
+        m,
+        &dataset,
+        seed,
+        o.scale.warmup.max(plan.ops_alone * u64::from(threads)),
+    )?;
     let total = writer
         .as_ref()
         .map_or(plan.ops_alone * u64::from(threads), |w| {
-            u64::from(w.batches)
+            u64::from(w.min_batches)
         });
     progress.begin(
         &format!("{} {dataset} manifest_ingest {v}", s.name()),
         total,
     );
+    let io_before = engine.io_counters();
     let outcome = ingest_phase::run(engine, &plan, writer.as_ref(), progress)?;
+    // The engine's counters over the whole phase (the writer's too) and the reader
+    // threads' own reads from storage, over every reader operation: what the readers
+    // paid in misses and device reads beside the writer, against alone.
+    let io = io_per_op(
+        io_before,
+        engine.io_counters(),
+        outcome.readers_os_read_bytes,
+        outcome.gets.len() + outcome.scans.len(),
+    );
     progress.end();
     let size = engine
         .size_on_disk()
@@ -353,12 +379,15 @@ fn phase(
          --durability does not apply{kept}",
         d.name()
     );
+    let shards = outcome.writer.as_ref().map_or(0, |w| w.shards);
     let company = match &writer {
         None => format!("alone, {} operations each", plan.ops_alone),
         Some(w) => format!(
-            "beside one writer appending {} new shards of {SAMPLES_PER_BATCH} samples, one \
-             atomic batch each, until it was done (at least {MIN_READER_OPS} operations each)",
-            w.batches
+            "beside one writer appending new shards of {SAMPLES_PER_BATCH} samples, one \
+             atomic batch each, while every reader ran its {} operations (as many as alone, \
+             after as long a warm-up) and the writer at least {} batches: {shards} batches, \
+             at most {}",
+            plan.ops_alone, w.min_batches, w.max_batches
         ),
     };
     let base = |w: Workload, v: Variant| Record {
@@ -384,8 +413,12 @@ fn phase(
                 note: Some(format!(
                     "{threads} reader threads, each alternating a point get of a random loaded \
                      key and a 100-row range scan from one, {company}; these are the {what}, \
-                     ops_per_sec their count over the phase's wall time; {durability}"
+                     ops_per_sec their count over the phase's wall time; io_per_op is the \
+                     engine's counters over the whole phase (the writer's too) and the reader \
+                     threads' own reads from storage (os_read_bytes), over all its gets and \
+                     scans; {durability}"
                 )),
+                io_per_op: io,
                 ..base(w, v)
             });
         }
@@ -400,8 +433,9 @@ fn phase(
             ns_per_op: latency(&w.batches),
             ops_per_sec: w.keys as f64 / w.busy.as_secs_f64().max(1e-9),
             note: Some(format!(
-                "one writer appending new shards beside {threads} readers, each shard one \
-                 atomic write_batch of {SAMPLES_PER_BATCH} samples; ops counts keys, \
+                "one writer appending {shards} new shards beside {threads} readers (until each \
+                 had run its operations), each shard one atomic write_batch of \
+                 {SAMPLES_PER_BATCH} samples; ops counts keys, \
                  ops_per_sec keys per second inside write_batch, ns_per_op is per batch; every \
                  acknowledged key was read back afterwards; {durability}"
             )),
@@ -414,7 +448,7 @@ fn phase(
             )
         });
     }
-    Ok(out)
+    Ok((out, shards))
 }
 
 /// The records of durability `d` for an engine that cannot be reopened with it.
@@ -575,13 +609,15 @@ mod tests {
         assert!(alone.writer.is_none());
         let writer = WriterPlan {
             first_shard: m.shards,
-            batches: 2,
+            min_batches: 2,
+            max_batches: 2,
         };
         let beside = ingest_phase::run(engine.as_ref(), &plan, Some(&writer), &NoProgress)?;
         let w = beside.writer.ok_or("no writer outcome")?;
         assert_eq!(w.keys, 2 * u64::from(SAMPLES_PER_BATCH));
-        assert_eq!(w.batches.len(), 2);
-        assert!(beside.gets.len() >= MIN_READER_OPS, "{}", beside.gets.len());
+        assert_eq!((w.batches.len(), w.shards), (2, 2));
+        // As many operations as alone at least, each reader until the writer was done.
+        assert!(beside.gets.len() >= 60, "{}", beside.gets.len());
         ingest_phase::verify_shards(engine.as_ref(), "test", 3..5)?;
         verify_count(engine.as_ref(), "test", m, 2)?;
         // The checks can fail: one acknowledged key gone is a wrong answer.

@@ -3,7 +3,7 @@
 //! of operations or beside one writer appending new shards, until the writer is done.
 //! Only engine calls are timed; every answer is checked after its timer stops.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use aimeta_adapters::{BatchOp, KvEngine};
@@ -12,7 +12,7 @@ use rand::RngExt as _;
 
 use super::measure::histogram;
 pub(crate) use super::ops::{engine_err, wrong};
-use super::{Progress, RunError};
+use super::{sys, Progress, RunError};
 use crate::gen::{derive_seed, seeded, Manifest, Rng};
 
 /// Bytes of a manifest value (the arrays below hold `Manifest::value`'s, so a change there
@@ -22,7 +22,7 @@ const VALUE_LEN: usize = 24;
 /// Rows of each range scan.
 const SCAN_ROWS: u64 = 100;
 
-/// Operations every reader beside the writer runs at least, however fast the writer is.
+/// Operations every reader runs at least, alone or beside the writer.
 pub(crate) const MIN_READER_OPS: u64 = 50;
 
 /// Samples in each of the writer's batches: one whole new shard, as LAION's shards are.
@@ -181,17 +181,22 @@ pub(crate) struct ReaderPlan<'a> {
     pub threads: u32,
     /// The phase's seed; reader `t` draws from `derive_seed(seed, [t])`.
     pub seed: u64,
-    /// Operations per reader when alone (beside the writer: until it is done, at least
-    /// `MIN_READER_OPS`).
+    /// Operations per reader, alone or beside the writer (beside it, more if the writer
+    /// has not written its least batches by then).
     pub ops_alone: u64,
 }
 
-/// The writer of one phase: new shards from `first_shard` upward, one batch each.
+/// The writer of one phase: new shards from `first_shard` upward, one batch each, at
+/// least `min_batches` and for as long as any reader has not run its `ops_alone`
+/// operations, up to `max_batches`.
 pub(crate) struct WriterPlan {
     /// The first new shard's id (above every loaded or earlier appended shard).
     pub first_shard: u32,
-    /// Batches, one shard of `SAMPLES_PER_BATCH` samples each.
-    pub batches: u32,
+    /// Batches written whatever the readers do, one shard of `SAMPLES_PER_BATCH` each.
+    pub min_batches: u32,
+    /// Batches written at most, however long the readers take (a bound on the store's
+    /// growth).
+    pub max_batches: u32,
 }
 
 /// What the writer did.
@@ -202,6 +207,8 @@ pub(crate) struct WriterOutcome {
     pub keys: u64,
     /// Time spent inside `write_batch`.
     pub busy: Duration,
+    /// Batches (shards) written: the appended shards are `first_shard..first_shard + this`.
+    pub shards: u32,
 }
 
 /// What one phase measured.
@@ -214,6 +221,9 @@ pub(crate) struct Outcome {
     pub wall: Duration,
     /// The writer's outcome, when there was one.
     pub writer: Option<WriterOutcome>,
+    /// Bytes the reader threads themselves caused to be read from storage (the writer's
+    /// and any background thread's reads are not in it).
+    pub readers_os_read_bytes: u64,
 }
 
 /// The seed of reader `thread` of a phase seeded `seed`.
@@ -243,58 +253,88 @@ impl Drop for SetOnDrop<'_> {
     }
 }
 
-/// The writer's batches, built before any clock starts.
-fn build_batches(plan: &WriterPlan) -> Vec<Vec<(Vec<u8>, [u8; VALUE_LEN])>> {
-    (plan.first_shard..plan.first_shard + plan.batches)
-        .map(|s| {
-            (0..SAMPLES_PER_BATCH)
-                .map(|i| (Manifest::key(s, i), Manifest::value(s, i)))
-                .collect()
-        })
-        .collect()
+/// Shard `shard`'s batch: built outside the writer's timer, one batch at a time, so that
+/// a long phase holds one in memory, not all of them.
+fn build_batch(shard: u32, into: &mut Vec<(Vec<u8>, [u8; VALUE_LEN])>) {
+    into.clear();
+    into.extend(
+        (0..SAMPLES_PER_BATCH).map(|i| (Manifest::key(shard, i), Manifest::value(shard, i))),
+    );
 }
 
-/// Runs one phase: the readers alone, or beside the writer when `writer` is given.
+/// Counts a reader out of the readers still short of their operations when dropped (on
+/// an error too, so that the writer never waits for a reader that stopped).
+struct ReaderDone<'a> {
+    left: &'a AtomicU32,
+    counted: bool,
+}
+
+impl ReaderDone<'_> {
+    fn count(&mut self) {
+        if !self.counted {
+            self.counted = true;
+            self.left.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+}
+
+impl Drop for ReaderDone<'_> {
+    fn drop(&mut self) {
+        self.count();
+    }
+}
+
+/// Runs one phase: the readers alone, or beside the writer when `writer` is given. Each
+/// reader runs its `ops_alone` operations either way, so that the two phases compare the
+/// same number of operations from the same warm-up; beside the writer it goes on until
+/// the writer has written its `min_batches`, and the writer goes on until every reader is
+/// done (phases of a few batches lasted tens of milliseconds at the seed scale: too few
+/// operations for a p99, taken just after the warm-up).
 pub(crate) fn run(
     engine: &dyn KvEngine,
     plan: &ReaderPlan<'_>,
     writer: Option<&WriterPlan>,
     progress: &dyn Progress,
 ) -> Result<Outcome, RunError> {
-    let batches = writer.map(build_batches).unwrap_or_default();
-    let done = AtomicBool::new(writer.is_none());
+    let min_written = AtomicBool::new(writer.is_none());
+    let readers_left = AtomicU32::new(plan.threads);
     let beside = writer.is_some();
     let dataset = plan.dataset;
     let start = Instant::now();
     let (readers, written) = std::thread::scope(|scope| {
-        let done = &done;
+        let (min_written, readers_left) = (&min_written, &readers_left);
         let reader_handles: Vec<_> = (0..plan.threads)
             .map(|t| {
                 let seed = reader_seed(plan.seed, t);
                 let (m, alone_ops) = (plan.m, plan.ops_alone);
                 scope.spawn(move || {
+                    let mut done = ReaderDone {
+                        left: readers_left,
+                        counted: false,
+                    };
                     let mut r = Reader::new(engine, m, dataset, seed);
+                    let read_before = sys::thread_os_read_bytes();
                     let mut i = 0;
-                    while if beside {
-                        i < MIN_READER_OPS || !done.load(Ordering::Acquire)
-                    } else {
-                        i < alone_ops
-                    } {
+                    while i < alone_ops || !min_written.load(Ordering::Acquire) {
                         r.op(i)?;
                         i += 1;
+                        if i == alone_ops {
+                            done.count();
+                        }
                     }
+                    done.count();
                     if !beside {
                         progress.advance(i);
                     }
-                    Ok((r.gets, r.scans))
+                    let read = sys::thread_os_read_bytes().saturating_sub(read_before);
+                    Ok((r.gets, r.scans, read))
                 })
             })
             .collect();
-        let writer_handle = beside.then(|| {
-            let batches = &batches;
+        let writer_handle = writer.map(|w| {
             scope.spawn(move || {
-                let _finished = SetOnDrop(done);
-                write_all(engine, dataset, batches, progress)
+                let _finished = SetOnDrop(min_written);
+                write_all(engine, dataset, w, min_written, readers_left, progress)
             })
         });
         let written = writer_handle.map(|h| join_all(engine, "manifest_ingest_write", vec![h]));
@@ -308,33 +348,48 @@ pub(crate) fn run(
         Some(w) => w?.pop(),
         None => None,
     };
-    let (mut gets, mut scans) = (histogram(), histogram());
-    for (g, s) in readers? {
+    let (mut gets, mut scans, mut readers_os_read_bytes) = (histogram(), histogram(), 0);
+    for (g, s, read) in readers? {
         // Same bounds on both sides: adding cannot fail.
         let _ = gets.add(g);
         let _ = scans.add(s);
+        readers_os_read_bytes += read;
     }
     Ok(Outcome {
         gets,
         scans,
         wall,
         writer,
+        readers_os_read_bytes,
     })
 }
 
-/// The writer: every batch through one atomic `write_batch`, only that call timed.
+/// The writer: every batch through one atomic `write_batch`, only that call timed; at
+/// least `plan.min_batches` (then it sets `min_written`), and on while any reader is
+/// short of its operations, up to `plan.max_batches`.
 fn write_all(
     engine: &dyn KvEngine,
     dataset: &str,
-    batches: &[Vec<(Vec<u8>, [u8; VALUE_LEN])>],
+    plan: &WriterPlan,
+    min_written: &AtomicBool,
+    readers_left: &AtomicU32,
     progress: &dyn Progress,
 ) -> Result<WriterOutcome, RunError> {
     let mut out = WriterOutcome {
         batches: histogram(),
         keys: 0,
         busy: Duration::ZERO,
+        shards: 0,
     };
-    for batch in batches {
+    let mut batch = Vec::with_capacity(SAMPLES_PER_BATCH as usize);
+    while out.shards < plan.max_batches {
+        if out.shards >= plan.min_batches {
+            min_written.store(true, Ordering::Release);
+            if readers_left.load(Ordering::Acquire) == 0 {
+                break;
+            }
+        }
+        build_batch(plan.first_shard + out.shards, &mut batch);
         let ops: Vec<BatchOp<'_>> = batch
             .iter()
             .map(|(key, value)| BatchOp::Put { key, value })
@@ -346,6 +401,7 @@ fn write_all(
         record(&mut out.batches, took);
         out.keys += ops.len() as u64;
         out.busy += took;
+        out.shards += 1;
         progress.advance(1);
     }
     Ok(out)

@@ -20,6 +20,20 @@ pub fn os_read_bytes() -> u64 {
         .unwrap_or(0)
 }
 
+/// Bytes the calling thread caused to be read from storage, from /proc/thread-self/io; 0
+/// where the kernel does not report it.
+pub fn thread_os_read_bytes() -> u64 {
+    fs::read_to_string("/proc/thread-self/io")
+        .ok()
+        .and_then(|s| {
+            s.lines().find_map(|l| {
+                l.strip_prefix("read_bytes:")
+                    .and_then(|v| v.trim().parse().ok())
+            })
+        })
+        .unwrap_or(0)
+}
+
 /// Drops every file under `dir` from the OS page cache (posix_fadvise DONTNEED after
 /// fsync), so that the next reads come from storage.
 pub fn drop_from_page_cache(dir: &Path) -> std::io::Result<()> {
