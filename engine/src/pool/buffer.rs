@@ -1052,7 +1052,7 @@ impl BufferPool {
 pub(super) mod tests {
     use super::*;
     use crate::page::{encode_overflow_run, HEADER_LEN};
-    use crate::storage::{SimDisk, StorageOpener as _};
+    use crate::storage::{SimDisk, StorageOpener};
 
     /// Page size of the test pools.
     const PAGE: usize = 4096;
@@ -1070,22 +1070,37 @@ pub(super) mod tests {
         capacity: usize,
         scan_io: ScanIo,
     ) -> (BufferPool, Arc<dyn Storage>) {
-        let storage = SimDisk::new()
+        pool_over_with(&SimDisk::new(), pages, capacity, scan_io)
+    }
+
+    /// [`pool_over`] on a file that `opener` opens.
+    fn pool_over_with(
+        opener: &dyn StorageOpener,
+        pages: u64,
+        capacity: usize,
+        scan_io: ScanIo,
+    ) -> (BufferPool, Arc<dyn Storage>) {
+        let storage = opener
             .open(Path::new("/sim/data"), true)
             .expect("open the simulated file");
-        let geo = Geometry::new(PAGE as u32, 8 * PAGE as u32).expect("geometry");
         let mut bytes = vec![0u8; 2 * PAGE];
         for id in 2..2 + pages {
             bytes.extend(image(id, 1));
         }
         storage.write_at(&bytes, 0).expect("write the images");
+        (pool_on(storage.clone(), capacity, scan_io), storage)
+    }
+
+    /// A pool of `capacity` pages over `storage` (4 KiB pages in frames of 8).
+    fn pool_on(storage: Arc<dyn Storage>, capacity: usize, scan_io: ScanIo) -> BufferPool {
+        let geo = Geometry::new(PAGE as u32, 8 * PAGE as u32).expect("geometry");
         let cfg = PoolConfig {
             capacity_pages: capacity,
             scan_io,
             fill_readaround_pages: 0,
             share_images: false,
         };
-        (BufferPool::new(storage.clone(), geo, cfg), storage)
+        BufferPool::new(storage, geo, cfg)
     }
 
     fn on_disk(storage: &Arc<dyn Storage>, id: PageId) -> Vec<u8> {
@@ -1240,22 +1255,7 @@ pub(super) mod tests {
             inner: SimDisk::new(),
             plan: plan.clone(),
         };
-        let storage = opener
-            .open(Path::new("/sim/data"), true)
-            .expect("open the simulated file");
-        let mut bytes = vec![0u8; 2 * PAGE];
-        for id in 2..12 {
-            bytes.extend(image(id, 1));
-        }
-        storage.write_at(&bytes, 0).expect("write the images");
-        let geo = Geometry::new(PAGE as u32, 8 * PAGE as u32).expect("geometry");
-        let cfg = PoolConfig {
-            capacity_pages: 4,
-            scan_io: ScanIo::Paged,
-            fill_readaround_pages: 0,
-            share_images: false,
-        };
-        let pool = BufferPool::new(storage.clone(), geo, cfg);
+        let (pool, storage) = pool_over_with(&opener, 10, 4, ScanIo::Paged);
         // Queued in this order: dirty 2, clean 8 and 10, dirty 3.
         pool.install(image(2, 2)).expect("install");
         for id in [8, 10] {
@@ -1357,14 +1357,7 @@ pub(super) mod tests {
             assert_eq!(on_disk(&storage, id), image(id, 4), "page {id}");
         }
         // Read back in a fresh pool of the same file: nothing was lost.
-        let geo = pool.geometry();
-        let cfg = PoolConfig {
-            capacity_pages: 64,
-            scan_io: ScanIo::Paged,
-            fill_readaround_pages: 0,
-            share_images: false,
-        };
-        let fresh = BufferPool::new(storage.clone(), geo, cfg);
+        let fresh = pool_on(storage.clone(), 64, ScanIo::Paged);
         for id in 2..14 {
             let p = fresh.get(id, Access::Point).expect("read back");
             assert_eq!(p.bytes(), image(id, 4).as_slice());

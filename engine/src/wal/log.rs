@@ -32,7 +32,7 @@ const PREPARE_MAX_BYTES: u64 = 8 * GROW_BYTES;
 const PAGE_CACHE_BYTES: u64 = 4096;
 
 /// Appends advise the OS out of its page cache behind them in chunks of this size, synced
-/// or not (see [`Wal::write_record`]).
+/// or not (see [`Wal::chunks_behind`]).
 const DROP_BEHIND_BYTES: u64 = 1 << 20;
 
 /// Bytes of one write of zeros when a log file grows or is prepared (see `fill_zeros`).
@@ -58,7 +58,7 @@ struct Files {
     /// cache (whole pages only: see [`Wal::wait_durable`]).
     dropped_to: u64,
     /// Whole chunks of [`DROP_BEHIND_BYTES`] of the active file advised out behind the
-    /// appends (see [`Wal::write_record`]).
+    /// appends (see [`Wal::chunks_behind`]).
     advised_chunks: u64,
 }
 
@@ -359,6 +359,10 @@ impl Wal {
         let from = st.advised_chunks.saturating_sub(1) * DROP_BEHIND_BYTES;
         st.advised_chunks = chunks;
         let to = chunks * DROP_BEHIND_BYTES;
+        if to <= st.dropped_to {
+            // Synced and advised out already (`Wal::drop_synced`, a sync per commit).
+            return None;
+        }
         Some((st.files[st.active].clone(), from, to - from))
     }
 

@@ -9,21 +9,18 @@ use super::RunError;
 /// Bytes this process caused to be read from storage (not from the page cache), from
 /// /proc/self/io; 0 where the kernel does not report it.
 pub fn os_read_bytes() -> u64 {
-    fs::read_to_string("/proc/self/io")
-        .ok()
-        .and_then(|s| {
-            s.lines().find_map(|l| {
-                l.strip_prefix("read_bytes:")
-                    .and_then(|v| v.trim().parse().ok())
-            })
-        })
-        .unwrap_or(0)
+    read_bytes_in("/proc/self/io")
 }
 
 /// Bytes the calling thread caused to be read from storage, from /proc/thread-self/io; 0
 /// where the kernel does not report it.
 pub fn thread_os_read_bytes() -> u64 {
-    fs::read_to_string("/proc/thread-self/io")
+    read_bytes_in("/proc/thread-self/io")
+}
+
+/// The `read_bytes` line of a /proc `io` file; 0 when it cannot be read.
+fn read_bytes_in(io: &str) -> u64 {
+    fs::read_to_string(io)
         .ok()
         .and_then(|s| {
             s.lines().find_map(|l| {
