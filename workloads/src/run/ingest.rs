@@ -321,7 +321,7 @@ fn phase(
         writer: writer.is_some(),
         durability: d,
     };
-    let _guard = enter_budget(o, s)?;
+    let guard = enter_budget(o, s)?;
     let dataset = s.dataset.name.clone();
     let seed = workload_seed(o.seed, (Workload::ManifestIngestGet, Some(v)), &dataset);
     let threads = r.count();
@@ -448,6 +448,7 @@ fn phase(
             )
         });
     }
+    super::cgroup::mark_over_budget(guard.as_ref(), &mut out);
     Ok((out, shards))
 }
 

@@ -2,6 +2,7 @@
 //! checkpoint, then each workload (warm-up, then timed operations into an HDR histogram),
 //! producing the results JSON records.
 
+mod cgroup;
 mod error;
 mod ingest;
 mod ingest_phase;
@@ -24,6 +25,7 @@ use aimeta_adapters::{Durability, EngineKind, ReadConsistency};
 use aimeta_reports::{Dataset, Provenance, Record, Results, RunConfig, Status, SCHEMA_VERSION};
 
 use crate::device::DeviceProbe;
+pub use cgroup::{CgroupGuard, OverBudget};
 pub use error::RunError;
 pub use ingest::{IngestDurability, IngestReaders};
 pub use not_measured::{
@@ -36,7 +38,7 @@ pub use sweep::{
     manifest_of, plan_sweep, size_name, sweep, SweepOptions, SWEEP_PER_SHARD, SWEEP_SCALE,
     SWEEP_SIZES, SWEEP_THREAD_WORKLOADS, SWEEP_WORKLOADS,
 };
-pub use sys::{drop_from_page_cache, settle_file_system, CgroupGuard};
+pub use sys::{drop_from_page_cache, settle_file_system};
 pub(crate) use trace_run::{dataset_name, Replay};
 pub use trace_run::{
     featured_trace_method, run_trace, trace_capacities, trace_methods, TRACE_THREADS,
@@ -542,6 +544,8 @@ pub(crate) fn run_engine(
     let native = caps.native_longest_prefix;
     // Measurements shortened to fit their time budget, and the note each record gets.
     let mut shortened: Vec<((Workload, Option<Variant>), String)> = Vec::new();
+    // Measurements whose memory cgroup ran out (see cgroup.rs), and what it had charged.
+    let mut past_budget: Vec<((Workload, Option<Variant>), OverBudget)> = Vec::new();
     for &w in wanted.iter().filter(|&&w| w != Workload::BulkLoad) {
         if w == Workload::ManifestCas {
             if let Some(why) = durability_not_offered(kind, caps.durability, o.durability) {
@@ -563,7 +567,7 @@ pub(crate) fn run_engine(
                 continue;
             }
             let (warm, ops) = counts(o, w);
-            let _guard = enter_budget(o, &mut s)?;
+            let guard = enter_budget(o, &mut s)?;
             let (warmed, warm, ops) = match measurement_budget(kind) {
                 Some(budget) => match project(&mut s, (w, v), (warm, ops), budget)? {
                     Projection::Within { warmed } => (warmed, warm, ops),
@@ -589,19 +593,37 @@ pub(crate) fn run_engine(
                 ),
                 ops,
             );
-            s.measure_from(w, v, warmed, warm, ops, progress)?;
+            let measured = s.measure_from(w, v, warmed, warm, ops, progress);
             progress.end();
+            // Past the budget (the watchdog lifted the group's limit): the numbers had more
+            // memory than the other engines'; an error then (an allocation refused before
+            // the limit was lifted) is this measurement's, and the run goes on.
+            if let Some(over) = guard.as_ref().and_then(CgroupGuard::over_budget) {
+                progress.note(&format!("{} {}: {}", kind.name(), ds.name, over.note()));
+                if let Err(e) = measured {
+                    let mut r = base_record(w, &ds.name, kind, v);
+                    r.note = Some(e.to_string());
+                    cgroup::mark_past_budget(over, std::slice::from_mut(&mut r));
+                    out.push(r);
+                }
+                past_budget.push(((w, v), over));
+                continue;
+            }
+            measured?;
         }
     }
     out.extend(s.records().into_iter().map(|mut r| {
-        let same = |((w, v), _): &&((Workload, Option<Variant>), String)| {
+        let same = |(w, v): &(Workload, Option<Variant>)| {
             r.workload == w.name() && r.variant.as_deref() == v.map(Variant::name)
         };
-        if let Some((_, note)) = shortened.iter().find(same) {
+        if let Some((_, note)) = shortened.iter().find(|(wv, _)| same(wv)) {
             r.note = Some(match r.note.take() {
                 Some(own) => format!("{own}; {note}"),
                 None => note.clone(),
             });
+        }
+        if let Some(&(_, over)) = past_budget.iter().find(|(wv, _)| same(wv)) {
+            cgroup::mark_past_budget(over, std::slice::from_mut(&mut r));
         }
         r
     }));

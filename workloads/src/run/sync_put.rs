@@ -107,7 +107,7 @@ pub(crate) fn measure(
     let mut records = Vec::new();
     let mut written = Vec::new();
     for threads in THREADS {
-        let _guard = super::enter_budget(o, s)?;
+        let guard = super::enter_budget(o, s)?;
         let dataset = s.dataset.name.clone();
         let engine = s.engine()?;
         let per = per_writer(o, threads);
@@ -152,6 +152,8 @@ pub(crate) fn measure(
                 Some(Variant::Threads(threads)),
             )
         });
+        let last = records.len() - 1;
+        super::cgroup::mark_over_budget(guard.as_ref(), &mut records[last..]);
     }
     Ok((records, written))
 }

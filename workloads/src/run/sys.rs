@@ -1,10 +1,8 @@
 //! What the runner reads from and does to the operating system: /proc/self/io, dropping
-//! files from the page cache, memory cgroups, and the provenance of a run.
+//! files from the page cache, and the provenance of a run (memory cgroups: cgroup.rs).
 
 use std::fs;
 use std::path::{Path, PathBuf};
-
-use super::RunError;
 
 /// Bytes this process caused to be read from storage (not from the page cache), from
 /// /proc/self/io; 0 where the kernel does not report it.
@@ -67,111 +65,6 @@ fn walk(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
         }
     }
     Ok(out)
-}
-
-/// A memory cgroup the process runs in while the guard lives (the timed phase of
-/// `--budget-mode cgroup`); dropping it moves the process back and removes the group.
-#[derive(Debug)]
-pub struct CgroupGuard {
-    group: PathBuf,
-    back: PathBuf,
-    procs: &'static str,
-}
-
-impl CgroupGuard {
-    /// Creates a group limited to `limit` bytes (page cache included) and moves the
-    /// process into it, after handing the heap's free pages back to the kernel (see
-    /// [`release_free_heap`]): an engine opened next then has its cache charged there.
-    pub fn enter(limit: u64) -> Result<CgroupGuard, RunError> {
-        let err = |detail: String| RunError::Cgroup { detail };
-        let pid = std::process::id().to_string();
-        let v2 = Path::new("/sys/fs/cgroup/cgroup.controllers").exists();
-        let (root, limit_file, procs) = if v2 {
-            (
-                PathBuf::from("/sys/fs/cgroup"),
-                "memory.max",
-                "cgroup.procs",
-            )
-        } else {
-            (
-                PathBuf::from("/sys/fs/cgroup/memory"),
-                "memory.limit_in_bytes",
-                "cgroup.procs",
-            )
-        };
-        let current = fs::read_to_string("/proc/self/cgroup")
-            .map_err(|e| err(format!("reading /proc/self/cgroup: {e}")))?;
-        let rel = current
-            .lines()
-            .find_map(|l| {
-                let mut parts = l.splitn(3, ':');
-                let (_, ctrl, path) = (parts.next()?, parts.next()?, parts.next()?);
-                let hit = if v2 {
-                    ctrl.is_empty()
-                } else {
-                    ctrl.split(',').any(|c| c == "memory")
-                };
-                hit.then(|| path.trim_start_matches('/').to_string())
-            })
-            .unwrap_or_default();
-        let back = root.join(&rel);
-        let group = root.join(format!("aimeta-bench-{pid}"));
-        fs::create_dir_all(&group)
-            .map_err(|e| err(format!("creating {}: {e}", group.display())))?;
-        let write = |file: &str, v: &str| {
-            fs::write(group.join(file), v)
-                .map_err(|e| err(format!("writing {}/{file}: {e}", group.display())))
-        };
-        write(limit_file, &limit.to_string())?;
-        if !v2 {
-            // Count swap too where the kernel allows it; ignore where it does not.
-            let _ = fs::write(group.join("memory.memsw.limit_in_bytes"), limit.to_string());
-        }
-        release_free_heap();
-        write(procs, &pid)?;
-        Ok(CgroupGuard { group, back, procs })
-    }
-
-    /// Anonymous memory (heap, not page cache) charged to the group so far, from its
-    /// memory.stat (`rss` on cgroup v1, `anon` on v2); None if the kernel does not say.
-    pub fn charged_anon_bytes(&self) -> Option<u64> {
-        let stat = fs::read_to_string(self.group.join("memory.stat")).ok()?;
-        stat.lines().find_map(|l| {
-            let (name, value) = l.split_once(' ')?;
-            matches!(name, "rss" | "anon")
-                .then(|| value.trim().parse().ok())
-                .flatten()
-        })
-    }
-}
-
-impl Drop for CgroupGuard {
-    fn drop(&mut self) {
-        let _ = fs::write(self.back.join(self.procs), std::process::id().to_string());
-        let _ = fs::remove_dir(&self.group);
-    }
-}
-
-/// Hands the allocator's free pages back to the kernel (glibc's `malloc_trim`, which
-/// also releases free pages inside the heap, not only at its top).
-///
-/// Why: a memory cgroup charges a page to the group of the process that first touched
-/// it, and keeps it there. The cache of an engine closed before a phase goes back to the
-/// allocator, not to the kernel; the engine reopened inside the phase's group would get
-/// those same pages back, still charged to the group they were touched in, and its cache
-/// would sit outside the limit (measured at the seed scale: 0 bytes of anonymous memory
-/// charged to a phase's group while this engine's 16 MiB pool filled, so engines with a
-/// cache of their own had budget + overhead for the page cache alone, LMDB budget +
-/// overhead for everything). After the trim, the reopened cache faults fresh pages and
-/// they are charged where they are used.
-pub fn release_free_heap() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    #[allow(unsafe_code)]
-    // SAFETY: malloc_trim only returns free memory to the kernel; it takes the
-    // allocator's own locks and touches no memory that a live allocation owns.
-    unsafe {
-        libc::malloc_trim(0);
-    }
 }
 
 fn first_line(cmd: &str, args: &[&str]) -> String {

@@ -267,7 +267,7 @@ impl Replay<'_> {
             path: o.work_dir.clone(),
             source,
         })?;
-        let _guard = match o.budget_mode {
+        let guard = match o.budget_mode {
             BudgetMode::Cgroup if !self.kind.is_server() => Some(CgroupGuard::enter(
                 o.scale.budget_bytes + CGROUP_OVERHEAD_BYTES,
             )?),
@@ -409,7 +409,7 @@ impl Replay<'_> {
                 o.budget_mode.name()
             ));
         }
-        Ok(Record {
+        let mut record = Record {
             ops: outcome.requests,
             ns_per_op: latency(&outcome.request),
             ops_per_sec: outcome.requests as f64 / seconds.max(1e-9),
@@ -418,7 +418,9 @@ impl Replay<'_> {
             note: Some(note),
             trace: Some(stats),
             ..self.record()
-        })
+        };
+        super::cgroup::mark_over_budget(guard.as_ref(), std::slice::from_mut(&mut record));
+        Ok(record)
     }
 }
 
