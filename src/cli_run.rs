@@ -277,7 +277,7 @@ pub fn run(args: RunArgs) -> ExitCode {
         Err(e) if e.is_bad_input() => return usage_error(e),
         Err(e) if is_pg_start_failure(&e) => return usage_error(e),
         Err(e) => {
-            eprintln!("ai-meta run: {e}");
+            eprintln!("ai-meta run: {}", run::with_causes(&e));
             return ExitCode::FAILURE;
         }
     };

@@ -63,6 +63,7 @@ impl OverBudget {
 #[derive(Debug)]
 pub struct CgroupGuard {
     group: PathBuf,
+    limit: u64,
     back: PathBuf,
     procs: &'static str,
     watchdog: Option<Watchdog>,
@@ -123,8 +124,10 @@ impl CgroupGuard {
         };
         release_free_heap();
         write(procs, &pid)?;
+        *LAST_GROUP.lock().unwrap_or_else(|p| p.into_inner()) = None;
         let mut guard = CgroupGuard {
             group,
+            limit,
             back,
             procs,
             watchdog: None,
@@ -153,8 +156,33 @@ impl CgroupGuard {
     }
 }
 
+/// The limit and the peak usage of the last group entered, noted when it was left: a
+/// failure of the phase that ran in it (a write refused with "Cannot allocate memory"
+/// when the kernel could not charge it, which the watchdog does not see: only page
+/// faults wait for room) is then reported with the group's state.
+static LAST_GROUP: Mutex<Option<(u64, u64)>> = Mutex::new(None);
+
+/// Why the last phase's failure may have been its memory: "in a memory cgroup of N MiB
+/// that had reached its limit", when the last group left had; None otherwise.
+pub(crate) fn last_group_full() -> Option<String> {
+    let (limit, peak) = (*LAST_GROUP.lock().unwrap_or_else(|p| p.into_inner()))?;
+    // Within a page or two of the limit: the kernel refuses charges past it.
+    (peak + (64 << 10) >= limit).then(|| {
+        format!(
+            "its last phase ran in a memory cgroup of {} MiB (the budget plus the \
+             harness's overhead) that had reached its limit",
+            limit >> 20
+        )
+    })
+}
+
 impl Drop for CgroupGuard {
     fn drop(&mut self) {
+        let peak = ["memory.max_usage_in_bytes", "memory.peak"]
+            .iter()
+            .find_map(|f| fs::read_to_string(self.group.join(f)).ok())
+            .and_then(|t| t.trim().parse::<u64>().ok());
+        *LAST_GROUP.lock().unwrap_or_else(|p| p.into_inner()) = peak.map(|peak| (self.limit, peak));
         if let Some(mut w) = self.watchdog.take() {
             w.stop.store(true, Ordering::Relaxed);
             if let Some(t) = w.thread.take() {

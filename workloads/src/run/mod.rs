@@ -29,7 +29,7 @@ pub use cgroup::{CgroupGuard, OverBudget};
 pub use error::RunError;
 pub use ingest::{IngestDurability, IngestReaders};
 pub use not_measured::{
-    durability_not_offered, measurement_budget, NotLoaded, ETCD_MEASUREMENT_BUDGET,
+    durability_not_offered, measurement_budget, with_causes, NotLoaded, ETCD_MEASUREMENT_BUDGET,
 };
 use not_measured::{engine_fault, failed_records, project, Projection};
 pub use preflight::{available_memory_bytes, check_room, free_disk_bytes, store_bytes_estimate};
@@ -424,7 +424,10 @@ pub fn run(o: &RunOptions, progress: &dyn Progress) -> Result<Results, RunError>
             let recs = match run_engine(o, kind, &planned, probe.as_ref(), progress) {
                 Ok(recs) => recs,
                 Err(e) => match engine_fault(&e) {
-                    Some(why) => {
+                    Some(mut why) => {
+                        if let Some(full) = cgroup::last_group_full() {
+                            why = format!("{why} ({full})");
+                        }
                         progress.note(&format!("{} failed, the run goes on: {why}", kind.name()));
                         failed_records(o, kind, &planned, &why)
                     }
