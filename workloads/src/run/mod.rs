@@ -423,11 +423,8 @@ pub fn run(o: &RunOptions, progress: &dyn Progress) -> Result<Results, RunError>
         for &kind in &o.engines {
             let recs = match run_engine(o, kind, &planned, probe.as_ref(), progress) {
                 Ok(recs) => recs,
-                Err(e) => match engine_fault(&e) {
-                    Some(mut why) => {
-                        if let Some(full) = cgroup::last_group_full() {
-                            why = format!("{why} ({full})");
-                        }
+                Err(e) => match fault_of_one_engine(&e) {
+                    Some(why) => {
                         progress.note(&format!("{} failed, the run goes on: {why}", kind.name()));
                         failed_records(o, kind, &planned, &why)
                     }
@@ -439,6 +436,16 @@ pub fn run(o: &RunOptions, progress: &dyn Progress) -> Result<Results, RunError>
         results.datasets.push(planned.meta);
     }
     Ok(results)
+}
+
+/// The message of `e` when it is one engine's failure (see `engine_fault`), with the
+/// state of the memory cgroup its last phase ran in when that was full.
+fn fault_of_one_engine(e: &RunError) -> Option<String> {
+    let why = engine_fault(e)?;
+    Some(match cgroup::last_group_full() {
+        Some(full) => format!("{why} ({full})"),
+        None => why,
+    })
 }
 
 /// The device under the work directory (see `crate::device`): its probe file, kept for
@@ -630,7 +637,21 @@ pub(crate) fn run_engine(
         }
         r
     }));
-    out.extend(ingest::measure_writes(o, &mut s, p, &wanted, progress)?);
+    // The writes run last, the ones most likely to fail an engine (a write refused in a
+    // full memory cgroup): the reads measured before them are kept.
+    match ingest::measure_writes(o, &mut s, p, &wanted, progress) {
+        Ok(recs) => out.extend(recs),
+        Err(e) => {
+            let why = fault_of_one_engine(&e).ok_or(e)?;
+            progress.note(&format!("{} failed, the run goes on: {why}", kind.name()));
+            let measured: Vec<String> = out.iter().map(|r| r.workload.clone()).collect();
+            out.extend(
+                failed_records(o, kind, p, &why)
+                    .into_iter()
+                    .filter(|r| !measured.contains(&r.workload)),
+            );
+        }
+    }
     drop(s);
     let full_frame: Vec<(Workload, Variant)> = wanted
         .iter()
