@@ -612,7 +612,7 @@ pub(crate) fn run_engine(
                 progress.note(&format!("{} {}: {}", kind.name(), ds.name, over.note()));
                 if let Err(e) = measured {
                     let mut r = base_record(w, &ds.name, kind, v);
-                    r.note = Some(e.to_string());
+                    r.note = Some(with_causes(&e));
                     cgroup::mark_past_budget(over, std::slice::from_mut(&mut r));
                     out.push(r);
                 }

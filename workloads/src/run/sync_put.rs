@@ -152,8 +152,9 @@ pub(crate) fn measure(
                 Some(Variant::Threads(threads)),
             )
         });
-        let last = records.len() - 1;
-        super::cgroup::mark_over_budget(guard.as_ref(), &mut records[last..]);
+        if let Some(r) = records.last_mut() {
+            super::cgroup::mark_over_budget(guard.as_ref(), std::slice::from_mut(r));
+        }
     }
     Ok((records, written))
 }
