@@ -3,7 +3,7 @@
 //!
 //! `cargo run --release -p aimeta-workloads --example trace_profile -- [budget MiB] [method] [capacity %]`
 //! (defaults: 1 MiB, path_native, unlimited); `TENANTS=n` replays n tenants at once
-//! (default 1); `TRACE=file` replays another trace, e.g.
+//! (default 1); `DURABILITY=none|sync` changes the default async log; `TRACE=file` replays another trace, e.g.
 //! the first 1,500 lines of the committed one under
 //! `valgrind --tool=callgrind`.
 
@@ -29,7 +29,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dir = tempfile::tempdir_in(std::env::temp_dir())?;
     let options = OpenOptions {
         cache: CacheBudget::mib(budget_mib),
-        durability: Durability::Async,
+        durability: match std::env::var("DURABILITY").as_deref() {
+            Ok("none") => Durability::None,
+            Ok("sync") => Durability::Sync,
+            _ => Durability::Async,
+        },
         ..OpenOptions::default()
     };
     let engine = AimetaEngine::open(dir.path(), &options)?;

@@ -367,11 +367,15 @@ impl<'a> WriteTxn<'a> {
                 })
                 .sum(),
         );
+        // Each key front-coded against the one before it in this call (the first of a
+        // call against nothing: an earlier call's last key is not kept).
+        let mut prev: &[u8] = &[];
         for m in mutations {
             match *m {
-                Mutation::Put(k, v) => crate::wal::encode_ops(payload, k, Some(v)),
-                Mutation::Delete(k) => crate::wal::encode_ops(payload, k, None),
+                Mutation::Put(k, v) => crate::wal::encode_ops(payload, prev, k, Some(v)),
+                Mutation::Delete(k) => crate::wal::encode_ops(payload, prev, k, None),
             }
+            prev = m.key();
             *n += 1;
         }
     }
@@ -1173,10 +1177,22 @@ pub(in crate::btree) mod tests {
         assert!(!txn.apply(Mutation::Delete(b"zz")).expect("missing delete"));
         assert!(txn.apply(Mutation::Put(b"b", b"22")).expect("put"));
         let mut want = Vec::new();
-        crate::wal::encode_ops(&mut want, b"a", Some(b"1"));
-        crate::wal::encode_ops(&mut want, b"zz", None);
-        crate::wal::encode_ops(&mut want, b"b", Some(b"22"));
+        // Each apply is its own call: nothing front-coded across them.
+        crate::wal::encode_ops(&mut want, b"", b"a", Some(b"1"));
+        crate::wal::encode_ops(&mut want, b"", b"zz", None);
+        crate::wal::encode_ops(&mut want, b"", b"b", Some(b"22"));
         assert_eq!(txn.log_payload(), Some((3, want.as_slice())));
+        // A batch front-codes each key against the one before it, in the caller's order.
+        let batch = [
+            Mutation::Put(b"kv/m/h0/h1", b"x"),
+            Mutation::Put(b"kv/m/h0", b"y"),
+            Mutation::Delete(b"kv/m/h0/h2"),
+        ];
+        assert!(txn.apply_all(&batch).expect("batch"));
+        crate::wal::encode_ops(&mut want, b"", b"kv/m/h0/h1", Some(b"x"));
+        crate::wal::encode_ops(&mut want, b"kv/m/h0/h1", b"kv/m/h0", Some(b"y"));
+        crate::wal::encode_ops(&mut want, b"kv/m/h0", b"kv/m/h0/h2", None);
+        assert_eq!(txn.log_payload(), Some((6, want.as_slice())));
     }
 
     #[test]

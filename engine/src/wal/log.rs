@@ -606,7 +606,7 @@ mod tests {
     fn append(wal: &Wal, seq: u64) {
         let (k, v) = ops_of(seq);
         let mut ops = Vec::new();
-        encode_ops(&mut ops, &k, Some(&v));
+        encode_ops(&mut ops, b"", &k, Some(&v));
         wal.append(seq, 1, &ops).expect("append");
     }
 
@@ -651,7 +651,7 @@ mod tests {
         for _ in 0..4 {
             seq += 1;
             let mut ops = Vec::new();
-            encode_ops(&mut ops, b"k", Some(&[seq as u8; 3000]));
+            encode_ops(&mut ops, b"", b"k", Some(&[seq as u8; 3000]));
             wal.append(seq, 1, &ops).expect("append");
             wal.wait_durable(seq).expect("sync");
             ends.push(lock(&wal.state).end);

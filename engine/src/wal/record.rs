@@ -25,17 +25,33 @@
 //! | ...    |      | zero padding to a multiple of 8                        |                   |
 //!
 //! The epoch in the checksum makes a record left from another use of the file fail it.
-//! The payload is an op count u32, then per op: kind u8 (`OP_PUT` 1, `OP_DELETE` 2), key
-//! length u32, value length u32 (puts only), key, value (puts only).
+//! The payload is an op count u32, then the ops. Version 2 writes each op front-coded
+//! against the key of the op before it in the same record (none for the first):
+//!
+//! | size | field                                                          |
+//! |------|----------------------------------------------------------------|
+//! | 1    | kind: `OP_PUT_SHARED` 3 or `OP_DELETE_SHARED` 4                |
+//! | 4    | shared: leading bytes of the previous op's key this key repeats |
+//! | 4    | suffix length                                                  |
+//! | 4    | value length (puts only)                                       |
+//! | n    | the key's bytes after the shared ones                          |
+//! | n    | value (puts only)                                              |
+//!
+//! Path keys, whose batches insert a chain's keys parent first, repeat all but the last
+//! segment of the key before them: written whole they made the trace replay's log 1.8 GB
+//! (docs/performance.md). Version 1 wrote whole keys (kind `OP_PUT` 1 with key length,
+//! value length, key, value; `OP_DELETE` 2 with key length, key); both kinds still decode,
+//! so a log left by a version 1 build replays, and the version in the file header keeps a
+//! version 1 build from reading a version 2 log's records as damage.
 
 use std::mem::size_of;
 
-use crate::page::{read_u32, read_u64, write_u32, write_u64};
+use crate::page::{lcp, read_u32, read_u64, write_u32, write_u64};
 
 /// Magic number of a log file.
 pub const WAL_MAGIC: [u8; 8] = *b"AIMKVWAL";
-/// Log format version.
-pub const WAL_VERSION: u32 = 1;
+/// Log format version: 2 since ops are front-coded (version 1 logs still replay).
+pub const WAL_VERSION: u32 = 2;
 /// Offset of the format version, after the magic.
 const VERSION_AT: usize = WAL_MAGIC.len();
 /// Offset of the epoch: a reserved u32 follows the version.
@@ -60,6 +76,10 @@ const ALIGN: usize = 8;
 const OP_PUT: u8 = 1;
 /// Op kind byte of a delete.
 const OP_DELETE: u8 = 2;
+/// Op kind byte of a put whose key is front-coded against the previous op's.
+const OP_PUT_SHARED: u8 = 3;
+/// Op kind byte of a delete whose key is front-coded against the previous op's.
+const OP_DELETE_SHARED: u8 = 4;
 
 /// Mutations in order: a value to put, or None to delete.
 pub type Ops = Vec<(Vec<u8>, Option<Vec<u8>>)>;
@@ -148,21 +168,25 @@ pub fn holds_record_of(buf: &[u8], epoch: u64) -> bool {
         .any(|at| matches!(parse_record(buf, at, epoch), Parsed::Record(..)))
 }
 
-/// Appends the payload encoding of one mutation to `payload` (after its op count).
-pub fn encode_ops(payload: &mut Vec<u8>, key: &[u8], value: Option<&[u8]>) {
-    match value {
-        Some(v) => {
-            payload.push(OP_PUT);
-            payload.extend_from_slice(&(key.len() as u32).to_le_bytes());
-            payload.extend_from_slice(&(v.len() as u32).to_le_bytes());
-            payload.extend_from_slice(key);
-            payload.extend_from_slice(v);
-        }
-        None => {
-            payload.push(OP_DELETE);
-            payload.extend_from_slice(&(key.len() as u32).to_le_bytes());
-            payload.extend_from_slice(key);
-        }
+/// Appends the payload encoding of one mutation to `payload` (after its op count), its key
+/// front-coded against `prev_key`: the key of the op before it in the same record, empty
+/// for the first.
+pub fn encode_ops(payload: &mut Vec<u8>, prev_key: &[u8], key: &[u8], value: Option<&[u8]>) {
+    let shared = lcp(prev_key, key);
+    let suffix = &key[shared..];
+    payload.push(if value.is_some() {
+        OP_PUT_SHARED
+    } else {
+        OP_DELETE_SHARED
+    });
+    payload.extend_from_slice(&(shared as u32).to_le_bytes());
+    payload.extend_from_slice(&(suffix.len() as u32).to_le_bytes());
+    if let Some(v) = value {
+        payload.extend_from_slice(&(v.len() as u32).to_le_bytes());
+    }
+    payload.extend_from_slice(suffix);
+    if let Some(v) = value {
+        payload.extend_from_slice(v);
     }
 }
 
@@ -204,9 +228,10 @@ pub fn seal_record(epoch: u64, seq: u64, synced: u64, n_ops: u32, out: &mut Vec<
     out.resize(out.len().div_ceil(ALIGN) * ALIGN, 0);
 }
 
-/// Bytes [`encode_ops`] appends for a mutation of `key` and `value` (None: a delete).
+/// Bytes [`encode_ops`] appends for a mutation of `key` and `value` (None: a delete) at
+/// most: the length when `key` shares nothing with the key before it.
 pub fn encoded_op_len(key: &[u8], value: Option<&[u8]>) -> usize {
-    let lengths = size_of::<u8>() + size_of::<u32>();
+    let lengths = size_of::<u8>() + 2 * size_of::<u32>();
     match value {
         Some(v) => lengths + size_of::<u32>() + key.len() + v.len(),
         None => lengths + key.len(),
@@ -298,23 +323,34 @@ fn take_u32(buf: &[u8], at: &mut usize) -> Option<u32> {
     take(buf, at, size_of::<u32>()).map(|bytes| read_u32(bytes, 0))
 }
 
+/// The ops of a payload, either version's kinds; None when they do not decode.
 fn decode_payload(payload: &[u8]) -> Option<Ops> {
     let mut at = 0;
     let count = take_u32(payload, &mut at)?;
-    let mut ops = Vec::with_capacity(count.min(1 << 16) as usize);
+    let mut ops: Ops = Vec::with_capacity(count.min(1 << 16) as usize);
     for _ in 0..count {
         let kind = *take(payload, &mut at, 1)?.first()?;
-        let key_len = take_u32(payload, &mut at)? as usize;
-        match kind {
-            OP_PUT => {
-                let value_len = take_u32(payload, &mut at)? as usize;
-                let key = take(payload, &mut at, key_len)?.to_vec();
-                let value = take(payload, &mut at, value_len)?.to_vec();
-                ops.push((key, Some(value)));
-            }
-            OP_DELETE => ops.push((take(payload, &mut at, key_len)?.to_vec(), None)),
+        let (shared, suffix_len) = match kind {
+            OP_PUT | OP_DELETE => (0, take_u32(payload, &mut at)? as usize),
+            OP_PUT_SHARED | OP_DELETE_SHARED => (
+                take_u32(payload, &mut at)? as usize,
+                take_u32(payload, &mut at)? as usize,
+            ),
             _ => return None,
-        }
+        };
+        let value_len = match kind {
+            OP_PUT | OP_PUT_SHARED => Some(take_u32(payload, &mut at)? as usize),
+            _ => None,
+        };
+        let prev = ops.last().map_or(&[][..], |(k, _)| k.as_slice());
+        let mut key = Vec::with_capacity(shared + suffix_len);
+        key.extend_from_slice(prev.get(..shared)?);
+        key.extend_from_slice(take(payload, &mut at, suffix_len)?);
+        let value = match value_len {
+            Some(n) => Some(take(payload, &mut at, n)?.to_vec()),
+            None => None,
+        };
+        ops.push((key, value));
     }
     (at == payload.len()).then_some(ops)
 }
@@ -408,21 +444,27 @@ mod tests {
             (RECORD_CRC_AT, RECORD_LEN_AT, RECORD_SEQ_AT, SYNCED_AT),
             (0, 4, 8, 16)
         );
-        assert_eq!((RECORD_HEADER_LEN, ALIGN, OP_PUT, OP_DELETE), (24, 8, 1, 2));
+        assert_eq!((RECORD_HEADER_LEN, ALIGN), (24, 8));
+        assert_eq!(
+            (OP_PUT, OP_DELETE, OP_PUT_SHARED, OP_DELETE_SHARED),
+            (1, 2, 3, 4)
+        );
         let mut ops = Vec::new();
-        encode_ops(&mut ops, b"key", Some(b"value"));
-        encode_ops(&mut ops, b"gone", None);
+        encode_ops(&mut ops, b"", b"key", Some(b"value"));
+        encode_ops(&mut ops, b"key", b"kegs", None);
         assert_eq!(
             ops,
             [
-                &[1u8][..],
+                &[3u8][..],
+                &0u32.to_le_bytes(),
                 &3u32.to_le_bytes(),
                 &5u32.to_le_bytes(),
                 b"key",
                 b"value",
-                &[2u8],
-                &4u32.to_le_bytes(),
-                b"gone",
+                &[4u8],
+                &2u32.to_le_bytes(),
+                &2u32.to_le_bytes(),
+                b"gs",
             ]
             .concat()
         );
@@ -440,15 +482,16 @@ mod tests {
         assert_eq!(read_u32(&rec, 0), crc);
         assert_eq!(OPS_AT, 28);
         assert_eq!(
-            encoded_op_len(b"key", Some(b"value")) + encoded_op_len(b"gone", None),
-            ops.len()
+            encoded_op_len(b"key", Some(b"value")) + encoded_op_len(b"kegs", None),
+            ops.len() + 2,
+            "the bound: nothing shared"
         );
 
         // Built in place (a buffer reused from a longer record), the same bytes.
         let mut in_place = vec![0xAB; 200];
         start_record(&mut in_place);
-        encode_ops(&mut in_place, b"key", Some(b"value"));
-        encode_ops(&mut in_place, b"gone", None);
+        encode_ops(&mut in_place, b"", b"key", Some(b"value"));
+        encode_ops(&mut in_place, b"key", b"kegs", None);
         seal_record(9, 0x11, 0x10, 2, &mut in_place);
         assert_eq!(in_place, rec);
     }
@@ -466,7 +509,7 @@ mod tests {
     #[test]
     fn a_file_of_an_epoch_is_recognised_by_its_records() {
         let mut ops = Vec::new();
-        encode_ops(&mut ops, b"k", Some(b"v"));
+        encode_ops(&mut ops, b"", b"k", Some(b"v"));
         let mut rec = Vec::new();
         frame_record(5, 1, 0, 1, &ops, &mut rec);
         let mut file = vec![0xAB; FILE_HEADER_LEN];
@@ -479,8 +522,8 @@ mod tests {
     #[test]
     fn records_round_trip_and_damage_is_detected() {
         let mut ops = Vec::new();
-        encode_ops(&mut ops, b"k1", Some(b"v1"));
-        encode_ops(&mut ops, b"k2", None);
+        encode_ops(&mut ops, b"", b"k1", Some(b"v1"));
+        encode_ops(&mut ops, b"k1", b"k2", None);
         let mut rec = Vec::new();
         frame_record(3, 7, 6, 2, &ops, &mut rec);
         assert_eq!(rec.len() % 8, 0);
@@ -520,5 +563,78 @@ mod tests {
         flipped.extend_from_slice(&rec);
         assert!(synced_record_after(&flipped, FILE_HEADER_LEN, 0, 3).is_some());
         assert!(synced_record_after(&flipped, FILE_HEADER_LEN, 7, 3).is_none());
+    }
+
+    /// The payload of `ops` as a version 1 build wrote it: whole keys, kinds 1 and 2.
+    fn version_1_payload(ops: &[(&[u8], Option<&[u8]>)]) -> Vec<u8> {
+        let mut p = (ops.len() as u32).to_le_bytes().to_vec();
+        for (k, v) in ops {
+            p.push(if v.is_some() { OP_PUT } else { OP_DELETE });
+            p.extend_from_slice(&(k.len() as u32).to_le_bytes());
+            if let Some(v) = v {
+                p.extend_from_slice(&(v.len() as u32).to_le_bytes());
+            }
+            p.extend_from_slice(k);
+            if let Some(v) = v {
+                p.extend_from_slice(v);
+            }
+        }
+        p
+    }
+
+    #[test]
+    fn a_version_1_log_still_decodes() {
+        let mut h = encode_header(4);
+        write_u32(&mut h, VERSION_AT, 1);
+        let crc = crc32c::crc32c(&h[..HEADER_CRC_AT]);
+        write_u32(&mut h, HEADER_CRC_AT, crc);
+        assert_eq!(decode_header(&h), Ok(4), "a version 1 header");
+        write_u32(&mut h, VERSION_AT, WAL_VERSION + 1);
+        let crc = crc32c::crc32c(&h[..HEADER_CRC_AT]);
+        write_u32(&mut h, HEADER_CRC_AT, crc);
+        assert_eq!(
+            decode_header(&h),
+            Err(HeaderReject::TooNew(WAL_VERSION + 1))
+        );
+        let p = version_1_payload(&[(b"kv/a", Some(b"1")), (b"kv/a/b", None)]);
+        assert_eq!(
+            decode_payload(&p),
+            Some(vec![
+                (b"kv/a".to_vec(), Some(b"1".to_vec())),
+                (b"kv/a/b".to_vec(), None)
+            ])
+        );
+    }
+
+    #[test]
+    fn front_coded_keys_decode_whole_and_a_share_past_the_previous_key_is_refused() {
+        let keys: [&[u8]; 5] = [b"kv/m/h0", b"kv/m/h0/h1", b"kv/m/h0/h1/h2", b"kv/m/h9", b""];
+        let mut p = (keys.len() as u32).to_le_bytes().to_vec();
+        let mut prev: &[u8] = b"";
+        for (i, k) in keys.iter().enumerate() {
+            let value = (i % 2 == 0).then_some(&b"loc"[..]);
+            encode_ops(&mut p, prev, k, value);
+            prev = k;
+        }
+        let v1: Vec<(&[u8], Option<&[u8]>)> = keys
+            .iter()
+            .enumerate()
+            .map(|(i, k)| (*k, (i % 2 == 0).then_some(&b"loc"[..])))
+            .collect();
+        let whole = version_1_payload(&v1).len();
+        assert!(
+            p.len() < whole,
+            "{} bytes, {whole} with whole keys",
+            p.len()
+        );
+        let ops = decode_payload(&p).expect("decodes");
+        for (i, (k, v)) in ops.iter().enumerate() {
+            assert_eq!(k.as_slice(), keys[i]);
+            assert_eq!(v.as_deref(), (i % 2 == 0).then_some(&b"loc"[..]));
+        }
+        // The first op claims a byte of a previous key that does not exist.
+        let mut bad = 1u32.to_le_bytes().to_vec();
+        encode_ops(&mut bad, b"k", b"kv", None);
+        assert_eq!(decode_payload(&bad), None);
     }
 }

@@ -636,10 +636,10 @@ mod tests {
         ];
         assert!(txn.apply_all(&batch).expect("batch"));
         let mut want = Vec::new();
-        crate::wal::encode_ops(&mut want, b"z", Some(b"1"));
-        crate::wal::encode_ops(&mut want, b"a", None);
-        crate::wal::encode_ops(&mut want, b"m", Some(b"2"));
-        crate::wal::encode_ops(&mut want, b"z", Some(b"3"));
+        crate::wal::encode_ops(&mut want, b"", b"z", Some(b"1"));
+        crate::wal::encode_ops(&mut want, b"z", b"a", None);
+        crate::wal::encode_ops(&mut want, b"a", b"m", Some(b"2"));
+        crate::wal::encode_ops(&mut want, b"m", b"z", Some(b"3"));
         assert_eq!(txn.log_payload(), Some((4, want.as_slice())));
         assert_eq!(txn.get(b"z").expect("get"), Some(b"3".to_vec()));
         assert_eq!(txn.entries, 2);

@@ -168,7 +168,7 @@ mod tests {
             Err(Some(b"swapped".to_vec()))
         );
         let mut want = Vec::new();
-        crate::wal::encode_ops(&mut want, key, Some(b"swapped"));
+        crate::wal::encode_ops(&mut want, b"", key, Some(b"swapped"));
         assert_eq!(txn.log_payload(), Some((1, want.as_slice())));
         Ok(())
     }
