@@ -119,6 +119,9 @@ const SEQ_WINDOW_PAGES: u64 = 32;
 /// pages between may be resident already).
 const SEQ_GAP_PAGES: u64 = 8;
 
+/// Misses after the first of a run before the kernel is asked to read ahead of it.
+const SEQ_MIN_RUN: u64 = 2;
+
 impl std::fmt::Debug for BufferPool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("BufferPool")
@@ -365,10 +368,13 @@ impl BufferPool {
     /// A shared image's miss reads only its page (the map is advised random, as LMDB
     /// does, so that a random miss does not read its neighbours into a bounded page
     /// cache). Misses on consecutive pages, such as a walk along keys stored in key order,
-    /// would then wait on one device read each; once two misses in a row ask for
-    /// consecutive pages, the kernel is asked to read ahead of the run without waiting
-    /// (`madvise(WILLNEED)`), in a window that doubles from 8 pages up to
-    /// `SEQ_WINDOW_PAGES`, renewed when the run is halfway through it.
+    /// would then wait on one device read each; once `SEQ_MIN_RUN` + 1 misses in a row
+    /// ask for nearby pages in increasing order, the kernel is asked to read ahead of the
+    /// run without waiting (`madvise(WILLNEED)`), in a window that doubles from 8 pages up
+    /// to `SEQ_WINDOW_PAGES`, renewed when the run is halfway through it. Two misses are
+    /// not a run: a 100-entry range and a bisect's pair of gets touch two neighbouring
+    /// leaves, and advising after them read 8 pages more that the next operation's miss
+    /// then waited behind on the device (docs/performance.md, nineteenth session).
     fn advise_ahead(&self, id: PageId) {
         let last = self.seq_next.swap(id, Ordering::Relaxed);
         if id <= last || id - last > SEQ_GAP_PAGES {
@@ -376,7 +382,10 @@ impl BufferPool {
             return;
         }
         let run = self.seq_run.fetch_add(1, Ordering::Relaxed) + 1;
-        let window = (4u64 << run.min(8)).min(SEQ_WINDOW_PAGES);
+        if run < SEQ_MIN_RUN {
+            return;
+        }
+        let window = (4u64 << (run + 1 - SEQ_MIN_RUN).min(8)).min(SEQ_WINDOW_PAGES);
         // What an earlier advice of this run covers: nothing when it ended behind the
         // page or belongs to another run further on.
         let done = self.advised_to.load(Ordering::Relaxed);
@@ -1101,6 +1110,45 @@ pub(super) mod tests {
             share_images: false,
         };
         BufferPool::new(storage, geo, cfg)
+    }
+
+    #[test]
+    fn shared_misses_advise_readahead_from_the_third_in_a_row() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let storage: Arc<dyn Storage> = Arc::new(
+            crate::storage::FileStorage::open_mapped(&dir.path().join("data"), true)
+                .expect("open the file"),
+        );
+        let mut bytes = vec![0u8; 2 * PAGE];
+        for id in 2..64 {
+            bytes.extend(image(id, 1));
+        }
+        storage.write_at(&bytes, 0).expect("write the images");
+        let geo = Geometry::new(PAGE as u32, 8 * PAGE as u32).expect("geometry");
+        let cfg = PoolConfig {
+            capacity_pages: 64,
+            scan_io: ScanIo::Paged,
+            fill_readaround_pages: 0,
+            share_images: true,
+        };
+        let pool = BufferPool::new(storage, geo, cfg);
+        let advised = || pool.advised_to.load(Ordering::Relaxed);
+        for id in [10, 11] {
+            pool.get(id, Access::Walk).expect("miss");
+        }
+        assert_eq!(advised(), 0, "two neighbouring misses are not a run");
+        pool.get(12, Access::Walk).expect("miss");
+        assert!(
+            advised() > 13,
+            "the third asks ahead of the run: {}",
+            advised()
+        );
+        let before = advised();
+        for id in [40, 30, 31] {
+            pool.get(id, Access::Walk).expect("miss");
+        }
+        assert_eq!(advised(), before, "a miss out of order starts a new run");
+        assert_eq!(count(&pool, Counter::SharedPages), 6);
     }
 
     fn on_disk(storage: &Arc<dyn Storage>, id: PageId) -> Vec<u8> {
