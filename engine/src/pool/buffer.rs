@@ -1102,12 +1102,22 @@ pub(super) mod tests {
 
     /// A pool of `capacity` pages over `storage` (4 KiB pages in frames of 8).
     fn pool_on(storage: Arc<dyn Storage>, capacity: usize, scan_io: ScanIo) -> BufferPool {
+        pool_sharing(storage, capacity, scan_io, false)
+    }
+
+    /// [`pool_on`], reading clean pages as shared images when `share_images` is set.
+    fn pool_sharing(
+        storage: Arc<dyn Storage>,
+        capacity: usize,
+        scan_io: ScanIo,
+        share_images: bool,
+    ) -> BufferPool {
         let geo = Geometry::new(PAGE as u32, 8 * PAGE as u32).expect("geometry");
         let cfg = PoolConfig {
             capacity_pages: capacity,
             scan_io,
             fill_readaround_pages: 0,
-            share_images: false,
+            share_images,
         };
         BufferPool::new(storage, geo, cfg)
     }
@@ -1124,14 +1134,7 @@ pub(super) mod tests {
             bytes.extend(image(id, 1));
         }
         storage.write_at(&bytes, 0).expect("write the images");
-        let geo = Geometry::new(PAGE as u32, 8 * PAGE as u32).expect("geometry");
-        let cfg = PoolConfig {
-            capacity_pages: 64,
-            scan_io: ScanIo::Paged,
-            fill_readaround_pages: 0,
-            share_images: true,
-        };
-        let pool = BufferPool::new(storage, geo, cfg);
+        let pool = pool_sharing(storage, 64, ScanIo::Paged, true);
         let advised = || pool.advised_to.load(Ordering::Relaxed);
         for id in [10, 11] {
             pool.get(id, Access::Walk).expect("miss");
