@@ -7,7 +7,10 @@
 //!
 //! Shapes: `manifest` (200 shards x 10,000 samples, 24-byte values), `manifest-fits`
 //! (20 shards), `kvchain` (30,000 chains of 4..=32 levels, 40-byte values, prefix-closed),
-//! `kvchain-fits` (2,000 chains). Ops: `get` (a random stored key), `lpm`
+//! `kvchain-fits` (2,000 chains), `kvchain-large-fits` (8,000, the harness's large
+//! `kvchain_fits`). Ops: `get` (a random stored key), `get_answer` (the answer of each
+//! longest-prefix query below, or the query itself for a miss: the harness's
+//! `kvchain_get`), `lpm`
 //! (`longest_prefix_with`, any prefix), `lpm_at` (prefixes ending at '/'), `bisect`
 //! (binary search over the query's '/' depths with point gets). Longest-prefix queries
 //! extend a stored chain by two phantom levels (80 %) or fall between chains (20 %).
@@ -15,7 +18,7 @@
 //! (manifest shapes) reads the first 100 entries of a random shard's prefix, `range` the
 //! 100 entries from a random stored key, stepping, and `range_visit` the same entries
 //! through `Range::for_each_entry`.
-//! The pool budget is 16 MiB with asynchronous log durability, as in the harness; misses
+//! The pool budget is 16 MiB (`READ_PROFILE_CACHE_MIB` changes it) with asynchronous log durability, as in the harness; misses
 //! read as `READ_PROFILE_READS` says (mapped, the default, direct, buffered or shared),
 //! `READ_PROFILE_FILTER` gives the stored-key filter's bits a key (default 0, none), and
 //! `READ_PROFILE_HELD_PAGES` the pages awaiting a checkpoint at which one starts (default
@@ -54,6 +57,8 @@ fn shape(name: &str) -> Shape {
         "manifest-fits" => Shape::Manifest { shards: 20 },
         "kvchain" => Shape::KvChain { chains: 30_000 },
         "kvchain-fits" => Shape::KvChain { chains: 2_000 },
+        // The harness's kvchain_fits at the large scale.
+        "kvchain-large-fits" => Shape::KvChain { chains: 8_000 },
         other => panic!("unknown shape {other}"),
     }
 }
@@ -110,10 +115,18 @@ fn held_pages(config: TreeConfig) -> TreeConfig {
     }
 }
 
+/// The pool's budget: `READ_PROFILE_CACHE_MIB` (default 16 MiB).
+fn cache_bytes() -> u64 {
+    std::env::var("READ_PROFILE_CACHE_MIB")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+        .map_or(CACHE_BYTES, |m| m << 20)
+}
+
 fn open(dir: &Path) -> Tree {
     Tree::open(held_pages(
         TreeConfig::new(dir)
-            .cache_bytes(CACHE_BYTES)
+            .cache_bytes(cache_bytes())
             .durability(Durability::Wal { sync: false })
             .data_reads(data_reads())
             .key_filter_bits(filter_bits()),
@@ -201,6 +214,10 @@ fn workload(sh: Shape, op: &str, n: usize) -> Vec<Vec<u8>> {
                             q.extend_from_slice(
                                 format!("/{:08x}", rng.next_u64() as u32).as_bytes(),
                             );
+                        }
+                        if op == "get_answer" {
+                            // The harness's kvchain_get: the hit's answer, the chain's key.
+                            q.truncate(k.len());
                         }
                         q
                     } else {
@@ -291,7 +308,7 @@ fn measure(tree: &Tree, op: &str, keys: &[Vec<u8>]) -> u64 {
     let mut sum = 0u64;
     let mut out = Vec::with_capacity(64);
     match op {
-        "get" => {
+        "get" | "get_answer" => {
             for k in keys {
                 out.clear();
                 let hit = tree
@@ -306,7 +323,6 @@ fn measure(tree: &Tree, op: &str, keys: &[Vec<u8>]) -> u64 {
             for q in keys {
                 out.clear();
                 let r = tree
-                    .snapshot()
                     .longest_prefix_with(q, boundary, |k, v| {
                         out.extend_from_slice(v);
                         k.len()
