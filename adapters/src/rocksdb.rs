@@ -15,7 +15,8 @@ use crate::error::{Error, Result};
 use ::rocksdb::statistics::{StatsLevel, Ticker};
 use ::rocksdb::{
     BlockBasedIndexType, BlockBasedOptions, Cache, DBCompressionType, IngestExternalFileOptions,
-    Options, ReadOptions, SstFileWriter, WaitForCompactOptions, WriteBatch, WriteOptions, DB,
+    Options, ReadOptions, SstFileWriter, WaitForCompactOptions, WriteBatch, WriteBufferManager,
+    WriteOptions, DB,
 };
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
@@ -144,7 +145,19 @@ fn db_options(o: &OpenOptions) -> Options {
     opts.set_compression_type(DBCompressionType::None);
     opts.set_bottommost_compression_type(DBCompressionType::None);
     // A modest memtable: a quarter of the cache budget, between 4 and 64 MiB.
-    opts.set_write_buffer_size((budget / 4).clamp(4 << 20, 64 << 20));
+    let memtable = (budget / 4).clamp(4 << 20, 64 << 20);
+    opts.set_write_buffer_size(memtable);
+    // The memtables inside the budget, as RocksDB's experts bound a process's memory: a
+    // write buffer manager charges them to the block cache (dummy entries that evict
+    // blocks), so memtables and cached blocks together stay within the one budget B. Without
+    // it two memtables of B/4 came on top of B, and in the cgroup mode a write-heavy phase
+    // left RocksDB's reads of SST files without a page to charge (ENOMEM; docs/performance.md,
+    // the twentieth session). Two memtables' worth (one being written, one being flushed),
+    // never more than the budget; no write stall, as before.
+    let memtables = (2 * memtable).min(budget.max(memtable));
+    let manager =
+        WriteBufferManager::new_write_buffer_manager_with_cache(memtables, false, cache.clone());
+    opts.set_write_buffer_manager(&manager);
     // Buffered reads even when `o.direct_reads` asks for direct ones: measured at the large
     // scale in the cgroup mode (docs/performance.md, issue 16), `use_direct_reads` made
     // cold gets past the budget slower (243 and 304 us against 182 us buffered, same
