@@ -10,6 +10,7 @@ pub mod device;
 pub mod gate;
 pub mod gen;
 mod histogram;
+pub mod malloc_arenas;
 pub mod run;
 pub mod scale;
 pub mod trace;

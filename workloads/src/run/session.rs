@@ -109,6 +109,8 @@ pub fn open_engine(
     store: Store,
     full_frame: bool,
 ) -> Result<Box<dyn KvEngine>, aimeta_adapters::Error> {
+    // Every engine alike: glibc's per-thread arenas bounded before the first opens.
+    crate::malloc_arenas::bound_malloc_arenas();
     if kind == EngineKind::Aimeta {
         let mode = if full_frame {
             aimeta_engine::ScanIo::FullFrame
