@@ -22,7 +22,8 @@
 //! read as `READ_PROFILE_READS` says (mapped, the default, direct, buffered or shared),
 //! `READ_PROFILE_FILTER` gives the stored-key filter's bits a key (default 0, none), and
 //! `READ_PROFILE_HELD_PAGES` the pages awaiting a checkpoint at which one starts (default
-//! the engine's, off; `off` never).
+//! the engine's, off; `off` never), and `READ_PROFILE_THREADS` the threads that share the
+//! timed operations (default 1; the CPU time is then the main thread's, not theirs).
 //! Everything is deterministic (fixed seeds). The timed loop runs under `timed`, so that
 //! `valgrind --tool=callgrind --toggle-collect='*timed*'` counts only it.
 
@@ -296,10 +297,33 @@ fn cpu_ns() -> u64 {
         .unwrap_or(0)
 }
 
+/// Reader threads of the timed run: `READ_PROFILE_THREADS` (default 1). With more than
+/// one, the keys are split evenly between them and the run's rate is all of them together.
+fn threads() -> usize {
+    std::env::var("READ_PROFILE_THREADS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or(1)
+}
+
 /// The timed run: `valgrind --tool=callgrind --toggle-collect='*timed*'` counts only it.
 #[inline(never)]
-fn timed(tree: &Tree, op: &str, keys: &[Vec<u8>]) -> u64 {
-    measure(tree, op, keys)
+fn timed(tree: &Tree, op: &str, keys: &[Vec<u8>], threads: usize) -> u64 {
+    if threads <= 1 {
+        return measure(tree, op, keys);
+    }
+    let per = keys.len().div_ceil(threads).max(1);
+    std::thread::scope(|s| {
+        let handles: Vec<_> = keys
+            .chunks(per)
+            .map(|part| s.spawn(move || measure(tree, op, part)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("reader thread"))
+            .fold(0, u64::wrapping_add)
+    })
 }
 
 /// Runs `op` over `keys`; returns a checksum so nothing is optimised away.
@@ -405,15 +429,17 @@ fn main() {
             let faults_before = faults();
             let cpu = cpu_ns();
             let t = Instant::now();
-            let sum = timed(&tree, op, keys);
+            let threads = threads();
+            let sum = timed(&tree, op, keys, threads);
             let el = t.elapsed();
             let cpu = cpu_ns() - cpu;
             let faults_after = faults();
             let m = tree.metrics().since(&before);
             let per = |x: u64| x as f64 / keys.len().max(1) as f64;
             println!(
-                "{op} on {}: {:.0} ns/op, {:.0} cpu ns/op, {:.3} page hits/op, {:.3} pages read/op, {:.3} evictions/op, {:.3} dirty write-backs/op, {:.0} bytes written/op, {} checkpoints, file grew {} pages, {:.3} minor / {:.3} major faults/op, resident {}/{} (check {})",
+                "{op} on {}, {threads} thread(s): {:.0} ops/s, {:.0} ns/op, {:.0} cpu ns/op, {:.3} page hits/op, {:.3} pages read/op, {:.3} evictions/op, {:.3} dirty write-backs/op, {:.0} bytes written/op, {} checkpoints, file grew {} pages, {:.3} minor / {:.3} major faults/op, resident {}/{} (check {})",
                 args[2],
+                keys.len() as f64 / el.as_secs_f64().max(1e-9),
                 el.as_nanos() as f64 / keys.len().max(1) as f64,
                 per(cpu),
                 per(m.bm_read_page_hits),
