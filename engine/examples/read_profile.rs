@@ -310,6 +310,8 @@ fn threads() -> usize {
 /// The timed run: `valgrind --tool=callgrind --toggle-collect='*timed*'` counts only it.
 #[inline(never)]
 fn timed(tree: &Tree, op: &str, keys: &[Vec<u8>], threads: usize) -> u64 {
+    // One thread runs here, not in a spawned one, so that callgrind's toggle on this
+    // function's frame covers it.
     if threads <= 1 {
         return measure(tree, op, keys);
     }
@@ -426,10 +428,10 @@ fn main() {
             let (warm_keys, keys) = keys.split_at(warm);
             let check = measure(&tree, op, warm_keys);
             let before = tree.metrics();
+            let threads = threads();
             let faults_before = faults();
             let cpu = cpu_ns();
             let t = Instant::now();
-            let threads = threads();
             let sum = timed(&tree, op, keys, threads);
             let el = t.elapsed();
             let cpu = cpu_ns() - cpu;
