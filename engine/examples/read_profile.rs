@@ -6,7 +6,7 @@
 //! ```
 //!
 //! Shapes: `manifest` (200 shards x 10,000 samples, 24-byte values), `manifest-fits`
-//! (20 shards), `kvchain` (30,000 chains of 4..=32 levels, 40-byte values, prefix-closed),
+//! (20 shards), `manifest-large` (5,000 shards, the harness's large `manifest_beyond`), `kvchain` (30,000 chains of 4..=32 levels, 40-byte values, prefix-closed),
 //! `kvchain-fits` (2,000 chains), `kvchain-large-fits` (8,000, the harness's large
 //! `kvchain_fits`). Ops: `get` (a random stored key), `get_answer` (the answer of each
 //! longest-prefix query below, or the query itself for a miss: the harness's
@@ -17,7 +17,8 @@
 //! `cas` (manifest shapes) swaps a random stored key's value, one commit each. `scan`
 //! (manifest shapes) reads the first 100 entries of a random shard's prefix, `range` the
 //! 100 entries from a random stored key, stepping, and `range_visit` the same entries
-//! through `Range::for_each_entry`.
+//! through `Range::for_each_entry`. `list` (manifest shapes) is the harness's
+//! manifest_list: the first 20 shard prefixes after a random shard's, rolled up at '/'.
 //! The pool budget is 16 MiB (`READ_PROFILE_CACHE_MIB` changes it) with asynchronous log durability, as in the harness; misses
 //! read as `READ_PROFILE_READS` says (mapped, the default, direct, buffered or shared),
 //! `READ_PROFILE_FILTER` gives the stored-key filter's bits a key (default 0, none), and
@@ -56,6 +57,8 @@ fn shape(name: &str) -> Shape {
     match name {
         "manifest" => Shape::Manifest { shards: 200 },
         "manifest-fits" => Shape::Manifest { shards: 20 },
+        // The harness's large manifest_beyond (50 M keys).
+        "manifest-large" => Shape::Manifest { shards: 5_000 },
         "kvchain" => Shape::KvChain { chains: 30_000 },
         "kvchain-fits" => Shape::KvChain { chains: 2_000 },
         // The harness's kvchain_fits at the large scale.
@@ -393,6 +396,20 @@ fn measure(tree: &Tree, op: &str, keys: &[Vec<u8>]) -> u64 {
                 let mut it = b.iter();
                 while let Some((k, v)) = it.next_entry().expect("scan") {
                     sum += (k.len() + v.len()) as u64;
+                }
+            }
+        }
+        "list" => {
+            for k in keys {
+                let shard = &k[..b"ds/laion/shard-00000".len()];
+                for item in tree
+                    .scan_keys()
+                    .prefix(&b"ds/laion/"[..])
+                    .delimiter(b'/')
+                    .start_after(shard)
+                    .limit(20)
+                {
+                    sum += item.expect("list").as_bytes().len() as u64;
                 }
             }
         }

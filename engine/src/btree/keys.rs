@@ -27,6 +27,7 @@ impl KeyItem {
 }
 
 /// The smallest byte string greater than every string starting with `p`, if any.
+#[cfg(test)]
 pub fn prefix_successor(p: &[u8]) -> Option<Vec<u8>> {
     let mut s = Vec::new();
     prefix_successor_into(p, &mut s).then_some(s)
@@ -55,6 +56,9 @@ pub struct ListState {
     pub start_after: Option<Vec<u8>>,
     started: bool,
     done: bool,
+    /// Where the cursor seeks past a rolled-up prefix: kept between items, so that a
+    /// listing of many common prefixes allocates only the items it returns.
+    seek_to: Vec<u8>,
 }
 
 impl ListState {
@@ -66,6 +70,7 @@ impl ListState {
             start_after,
             started: false,
             done: false,
+            seek_to: Vec::new(),
         }
     }
 
@@ -93,9 +98,10 @@ impl ListState {
                 .map(|pos| cursor.key()[..plen + pos + 1].to_vec());
             match rolled {
                 Some(cp) => {
-                    match prefix_successor(&cp) {
-                        Some(next) => cursor.seek_ge(&next)?,
-                        None => self.done = true,
+                    if prefix_successor_into(&cp, &mut self.seek_to) {
+                        cursor.seek_ge(&self.seek_to)?;
+                    } else {
+                        self.done = true;
                     }
                     if self
                         .start_after
