@@ -1,6 +1,6 @@
 //! Fault injection over any storage: fail after N operations, short (torn) writes, fsync
-//! errors, and slow storage (every write delayed, or one chosen write stalled until the
-//! test lets it go), as a plan shared by every file opened through the opener.
+//! errors, and slow storage (every write delayed, or one chosen write or sync stalled
+//! until the test lets it go), as a plan shared by every file opened through the opener.
 //!
 //! Slow writes stand in for a checkpointer that is descheduled in the middle of its flush:
 //! they hold a window open in which writers, readers and the evictor run beside it.
@@ -27,6 +27,8 @@ pub struct FaultPlan {
     /// Writes left before one stalls: it waits, before reaching the file, until
     /// [`FaultPlan::release_stall`] is called.
     pub stall_write_after: AtomicI64,
+    /// Syncs left before one stalls, as [`FaultPlan::stall_write_after`] for writes.
+    pub stall_sync_after: AtomicI64,
     /// Only files whose name contains this are affected (empty: all).
     pub only_files: String,
     /// Set once any fault fired.
@@ -56,6 +58,7 @@ impl FaultPlan {
             fsync_fail_after: AtomicI64::new(-1),
             write_delay_us: AtomicU64::new(0),
             stall_write_after: AtomicI64::new(-1),
+            stall_sync_after: AtomicI64::new(-1),
             only_files: only_files.to_string(),
             fired: AtomicBool::new(false),
             stall: Stall::default(),
@@ -74,7 +77,13 @@ impl FaultPlan {
         self.stall_write_after.store(n, Ordering::SeqCst);
     }
 
-    /// Waits up to `timeout` for a write to be stalled; true when one is.
+    /// Stalls the sync `n` syncs from now (1: the next one; a negative `n`: none) until
+    /// [`FaultPlan::release_stall`]; other operations go on meanwhile.
+    pub fn stall_sync(&self, n: i64) {
+        self.stall_sync_after.store(n, Ordering::SeqCst);
+    }
+
+    /// Waits up to `timeout` for a write or sync to be stalled; true when one is.
     pub fn wait_for_stall(&self, timeout: Duration) -> bool {
         let st = lock(&self.stall.state);
         let (st, _) = self
@@ -94,9 +103,18 @@ impl FaultPlan {
 
     /// The slow-storage faults, applied before a write reaches the file.
     fn slow_down(&self) {
-        if self.tick(&self.stall_write_after) {
-            // Only the write that brought the count to zero stalls.
-            self.stall_write_after.store(-1, Ordering::SeqCst);
+        self.stall_on(&self.stall_write_after);
+        let us = self.write_delay_us.load(Ordering::Relaxed);
+        if us > 0 {
+            std::thread::sleep(Duration::from_micros(us));
+        }
+    }
+
+    /// Waits for [`FaultPlan::release_stall`] when the count `c` reaches zero now; only
+    /// the operation that brought it there stalls.
+    fn stall_on(&self, c: &AtomicI64) {
+        if self.tick(c) {
+            c.store(-1, Ordering::SeqCst);
             let mut st = lock(&self.stall.state);
             st.stalled += 1;
             let me = st.stalled;
@@ -104,10 +122,6 @@ impl FaultPlan {
             while st.released < me {
                 st = self.stall.cv.wait(st).unwrap_or_else(|e| e.into_inner());
             }
-        }
-        let us = self.write_delay_us.load(Ordering::Relaxed);
-        if us > 0 {
-            std::thread::sleep(Duration::from_micros(us));
         }
     }
 
@@ -210,6 +224,7 @@ impl Storage for FaultyFile {
         {
             return Err(injected("sync", self.path(), 0));
         }
+        self.plan.stall_on(&self.plan.stall_sync_after);
         self.inner.sync()
     }
 

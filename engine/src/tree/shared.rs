@@ -549,6 +549,9 @@ impl Shared {
         let Some(cap) = self.capture()? else {
             return Ok(());
         };
+        if self.logging() {
+            self.wal.drop_switched_out();
+        }
         let written = self.write_checkpoint(&cap);
         let mut w = lock(&self.writer);
         if let Err(e) = written {
@@ -587,6 +590,14 @@ impl Shared {
 
     /// The first critical section: what this checkpoint will write.
     fn capture(&self) -> Result<Option<Capture>> {
+        if self.logging() {
+            // The log's switch below syncs its active file while commits wait for the
+            // writer's lock; what is appended so far goes to disk first, without it.
+            if let Err(e) = self.wal.sync_appended() {
+                self.poison(format!("syncing the log before its switch failed: {e}"));
+                return Err(e);
+            }
+        }
         let mut w = lock(&self.writer);
         let version = self.current.load_full();
         let durable = self.durable_seq.load(Ordering::Relaxed);

@@ -60,6 +60,9 @@ struct Files {
     /// Whole chunks of [`DROP_BEHIND_BYTES`] of the active file advised out behind the
     /// appends (see [`Wal::chunks_behind`]).
     advised_chunks: u64,
+    /// The file the last switch left, synced, and its length: advised out of the OS page
+    /// cache by [`Wal::drop_switched_out`].
+    switched_out: Option<(Arc<dyn Storage>, u64)>,
 }
 
 struct SyncState {
@@ -295,6 +298,7 @@ impl Wal {
                 last_epoch_bytes: 0,
                 dropped_to: 0,
                 advised_chunks: 0,
+                switched_out: None,
             }),
             sync: Mutex::new(SyncState {
                 synced: appended,
@@ -466,6 +470,25 @@ impl Wal {
         self.synced_cv.notify_all();
     }
 
+    /// Syncs every record appended so far, sharing a sync in progress as commits do. A
+    /// checkpoint calls it before its switch and outside the writer's lock: the switch
+    /// syncs the active file while every commit waits, and with asynchronous commits that
+    /// file may hold tens of megabytes not yet on disk (and on ext4 a sync also writes
+    /// the data file's newly allocated blocks), so the switch's own sync is left only the
+    /// records appended in between.
+    pub fn sync_appended(&self) -> Result<()> {
+        self.wait_durable(self.appended.load(Ordering::Acquire))
+    }
+
+    /// Advises the file the last switch left out of the OS page cache: its records are on
+    /// disk and only recovery reads them. Called after the switch, off the commit path.
+    pub fn drop_switched_out(&self) {
+        let switched = lock(&self.state).switched_out.take();
+        if let Some((file, end)) = switched {
+            file.drop_cached(0, end);
+        }
+    }
+
     /// At a checkpoint's start: syncs the active file and switches appends to the other,
     /// which [`Wal::prepare_next`] made ready (or which is emptied here). Skipped (false) when the other still holds commits newer than the
     /// durable checkpoint `durable_seq` (an earlier checkpoint failed).
@@ -484,8 +507,9 @@ impl Wal {
             let mut s = lock(&self.sync);
             s.synced = s.synced.max(st.last_seq[active]);
         }
-        // Every record of the file is on disk and only recovery would read them.
-        st.files[active].drop_cached(0, st.end);
+        // Every record of the file is on disk and only recovery would read them: the file
+        // leaves the OS page cache in `drop_switched_out`, after the caller's lock.
+        st.switched_out = Some((st.files[active].clone(), st.end));
         let epoch = st.epoch[active] + 1;
         let capacity = match st.prepared.take() {
             Some(capacity) => capacity,
@@ -676,13 +700,27 @@ mod tests {
         append(&wal, seq);
         assert_eq!(disk.dropped_ranges(&path(0)), dropped);
 
-        // A switch syncs the whole file and advises all of it out; the next file starts
-        // from its beginning again.
+        // A switch syncs the whole file, which then leaves the cache all of it (after the
+        // caller's lock); the next file starts from its beginning again.
         let end = lock(&wal.state).end;
         assert!(wal.rotate(0).expect("rotate"));
+        assert_eq!(disk.dropped_ranges(&path(0)), dropped);
+        wal.drop_switched_out();
         let after = disk.dropped_ranges(&path(0));
         assert_eq!(after.last(), Some(&(0, end, false)));
         assert_eq!(lock(&wal.state).dropped_to, 0);
+    }
+
+    #[test]
+    fn syncing_what_is_appended_leaves_the_switch_nothing_unsynced() {
+        let (_disk, wal) = log_with(5);
+        let syncs = wal.syncs.load(Ordering::Relaxed);
+        wal.sync_appended().expect("sync");
+        assert_eq!(lock(&wal.sync).synced, 5);
+        assert_eq!(wal.syncs.load(Ordering::Relaxed), syncs + 1);
+        // Nothing appended since: no second sync.
+        wal.sync_appended().expect("sync");
+        assert_eq!(wal.syncs.load(Ordering::Relaxed), syncs + 1);
     }
 
     #[test]
