@@ -6,7 +6,8 @@
 //! ```
 //!
 //! Shapes: `manifest` (200 shards x 10,000 samples, 24-byte values), `manifest-fits`
-//! (20 shards), `manifest-large` (5,000 shards, the harness's large `manifest_beyond`), `kvchain` (30,000 chains of 4..=32 levels, 40-byte values, prefix-closed),
+//! (20 shards), `manifest-large` (5,000 shards, the harness's large `manifest_beyond`),
+//! `kvchain` (30,000 chains of 4..=32 levels, 40-byte values, prefix-closed),
 //! `kvchain-fits` (2,000 chains), `kvchain-large-fits` (8,000, the harness's large
 //! `kvchain_fits`). Ops: `get` (a random stored key), `get_answer` (the answer of each
 //! longest-prefix query below, or the query itself for a miss: the harness's

@@ -549,9 +549,8 @@ impl Shared {
         let Some(cap) = self.capture()? else {
             return Ok(());
         };
-        if self.logging() {
-            self.wal.drop_switched_out();
-        }
+        // The switched-out log file leaves the OS page cache now, without the writer's lock.
+        self.wal.drop_switched_out();
         let written = self.write_checkpoint(&cap);
         let mut w = lock(&self.writer);
         if let Err(e) = written {
