@@ -62,6 +62,10 @@ impl AimetaEngine {
                 .durability(durability)
                 .scan_io(scan_io)
                 .data_reads(data_reads(o)?)
+                // The pool's budget allocated at open, as a database server allocates its
+                // shared buffers: a cold pool's misses then wait for the device, not for
+                // new memory (no effect with shared images).
+                .reserve_cache(true)
                 .key_filter_bits(if o.absent_key_lookups {
                     KEY_FILTER_BITS
                 } else {

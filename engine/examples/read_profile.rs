@@ -22,6 +22,7 @@
 //! manifest_list: the first 20 shard prefixes after a random shard's, rolled up at '/'.
 //! The pool budget is 16 MiB (`READ_PROFILE_CACHE_MIB` changes it) with asynchronous log durability, as in the harness; misses
 //! read as `READ_PROFILE_READS` says (mapped, the default, direct, buffered or shared),
+//! `READ_PROFILE_RESERVE=1` allocates the pool's buffers when the tree opens,
 //! `READ_PROFILE_FILTER` gives the stored-key filter's bits a key (default 0, none), and
 //! `READ_PROFILE_HELD_PAGES` the pages awaiting a checkpoint at which one starts (default
 //! the engine's, off; `off` never), and `READ_PROFILE_THREADS` the threads that share the
@@ -134,6 +135,7 @@ fn open(dir: &Path) -> Tree {
             .cache_bytes(cache_bytes())
             .durability(Durability::Wal { sync: false })
             .data_reads(data_reads())
+            .reserve_cache(std::env::var("READ_PROFILE_RESERVE").is_ok_and(|v| v == "1"))
             .key_filter_bits(filter_bits()),
     ))
     .expect("open")

@@ -794,6 +794,7 @@ mod tests {
                 scan_io: ScanIo::Paged,
                 fill_readaround_pages: 0,
                 share_images: false,
+                reserve_buffers: false,
             },
         );
         let root_id = loaded.root.expect("a root");

@@ -746,6 +746,7 @@ pub(in crate::btree) mod tests {
                 scan_io: ScanIo::Paged,
                 fill_readaround_pages: 0,
                 share_images: false,
+                reserve_buffers: false,
             };
             Fixture {
                 pool: Arc::new(BufferPool::new(storage.clone(), geo, cfg)),
@@ -1219,6 +1220,7 @@ pub(in crate::btree) mod tests {
             scan_io: ScanIo::Paged,
             fill_readaround_pages: 0,
             share_images: false,
+            reserve_buffers: false,
         };
         let cold = BufferPool::new(fx.storage.clone(), geo, cfg);
         let root = v.root.as_ref().expect("root").id();

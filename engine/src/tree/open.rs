@@ -188,6 +188,7 @@ pub fn open(cfg: &TreeConfig) -> Result<Opened, OpenError> {
             scan_io: cfg.scan_io,
             fill_readaround_pages: cfg.fill_readaround_bytes as usize / geo.page_bytes(),
             share_images: cfg.data_reads == DataReads::Shared,
+            reserve_buffers: cfg.reserve_cache,
         },
     ));
     let freelist = read_freelist(&pool, &sb, &data)?;
@@ -263,6 +264,7 @@ fn create(
             scan_io: cfg.scan_io,
             fill_readaround_pages: cfg.fill_readaround_bytes as usize / geo.page_bytes(),
             share_images: cfg.data_reads == DataReads::Shared,
+            reserve_buffers: cfg.reserve_cache,
         },
     ));
     Ok(Opened {
