@@ -60,14 +60,38 @@ impl Manifest {
 
     /// The n-th key in ascending order.
     pub fn nth_key(&self, n: u64) -> Vec<u8> {
+        let mut key = Vec::new();
+        self.nth_key_into(n, &mut key);
+        key
+    }
+
+    /// [`Manifest::nth_key`] written into `out` (cleared first), reusing its allocation.
+    pub fn nth_key_into(&self, n: u64, out: &mut Vec<u8>) {
+        use std::io::Write as _;
         let per = u64::from(self.per_shard);
-        Self::key((n / per) as u32, (n % per) as u32)
+        let (s, i) = ((n / per) as u32, (n % per) as u32);
+        out.clear();
+        // Writing into a Vec cannot fail.
+        let _ = write!(out, "ds/laion/shard-{s:05}/sample-{i:08}");
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_key_written_into_a_buffer_is_the_key() {
+        let m = Manifest {
+            shards: 3,
+            per_shard: 50,
+        };
+        let mut buf = b"left over".to_vec();
+        for n in [0, 49, 50, 149] {
+            m.nth_key_into(n, &mut buf);
+            assert_eq!(buf, Manifest::key((n / 50) as u32, (n % 50) as u32));
+        }
+    }
 
     #[test]
     fn keys_have_the_seed_shape_and_come_sorted() {

@@ -6,6 +6,7 @@ use aimeta_adapters::LpmMethod;
 
 use super::super::ops::ManifestOps;
 use super::super::working_set::TouchedPages;
+use super::super::Workload;
 use crate::gen::{KvQuery, Rng};
 
 /// Operation state of one (workload, variant).
@@ -42,13 +43,23 @@ impl OpState {
         }
     }
 
+    /// Makes ready the inputs of the next `count` operations of `w`, outside their timing:
+    /// a point get's key is drawn and formatted (see [`ManifestOps::prepare_gets`]), a
+    /// chain query's key read (see [`OpState::prefetch_inputs`]).
+    pub(super) fn prepare_inputs(&mut self, w: Workload, count: u64) {
+        match self {
+            OpState::Manifest(mo) if w == Workload::ManifestGet => mo.prepare_gets(count),
+            _ => self.prefetch_inputs(count),
+        }
+    }
+
     /// Reads the inputs the next `count` operations will take (the chain queries' keys),
     /// outside their timing. The queries were generated long before, and on the virtual
     /// machines this runs on a page untouched for a tenth of a second or more can cost
     /// 100-500 us to touch again (the host has reclaimed its backing; docs/gate.md): the
     /// first read of a query's key would otherwise charge that to whichever engine's
     /// operation happened to read it first.
-    pub(super) fn prefetch_inputs(&self, count: u64) {
+    fn prefetch_inputs(&self, count: u64) {
         let (OpState::Lpm { queries, next, .. } | OpState::KvGet { queries, next, .. }) = self
         else {
             return;

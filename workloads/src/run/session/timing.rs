@@ -150,7 +150,7 @@ impl Session {
         // Only the timed operations count toward the working set.
         if let Some(st) = self.states.get_mut(&key) {
             st.touched().get_or_insert_with(TouchedPages::new);
-            st.prefetch_inputs(iters);
+            st.prepare_inputs(w, iters);
         }
         self.last_op_nanos.clear();
         if let Some((_, t)) = tallies.iter_mut().find(|(k, _)| *k == key) {
