@@ -78,6 +78,13 @@ pub struct OpenOptions {
     /// PostgreSQL read as they always do.
     /// docs/fairness.md lists each.
     pub direct_reads: bool,
+    /// The memory everything the engine uses counts against, page cache included, when
+    /// the caller knows it (the cgroup budget mode: the cache budget plus the runner's
+    /// overhead); None otherwise. With `direct_reads`, this engine reads past the page
+    /// cache (`DataReads::Direct`) instead of sharing it when the expected data is more
+    /// than twice this: the page cache can then keep too little of it for its hits to pay
+    /// for the page fault each miss costs (docs/fairness.md).
+    pub memory_limit_bytes: Option<u64>,
     /// Most lookups will ask for keys that are not stored: longest-prefix lookups over a
     /// chain index, where most candidate prefixes of a query miss. An engine with an
     /// optional filter of stored keys builds one, out of the same `cache` budget (this
@@ -99,6 +106,7 @@ impl Default for OpenOptions {
             expected_data_bytes: 256 * 1024 * 1024,
             pg_url: None,
             direct_reads: false,
+            memory_limit_bytes: None,
             absent_key_lookups: false,
             etcd_endpoints: None,
             read_consistency: ReadConsistency::Linearizable,

@@ -370,6 +370,7 @@ mod tests {
             expected_data_bytes: 0,
             pg_url: None,
             direct_reads: false,
+            memory_limit_bytes: None,
             absent_key_lookups: false,
             ..OpenOptions::default()
         };

@@ -57,6 +57,7 @@ fn options(durability: Durability) -> OpenOptions {
         // A throwaway cluster, unless AI_META_PG_URL names a server (then a table of our own).
         pg_url: None,
         direct_reads: false,
+        memory_limit_bytes: None,
         absent_key_lookups: false,
         // A throwaway etcd cluster in the engine's directory.
         etcd_endpoints: None,

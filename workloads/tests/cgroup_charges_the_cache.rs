@@ -41,6 +41,7 @@ fn a_reopened_engines_cache_is_charged_to_the_phase_group() -> TestResult {
         // cgroup mode this engine shares the page cache's copies instead
         // (`DataReads::Shared`), whose pages the kernel charges where they are read.
         direct_reads: false,
+        memory_limit_bytes: None,
         ..OpenOptions::default()
     };
     let engine = open(EngineKind::Aimeta, dir.path(), &options)?;

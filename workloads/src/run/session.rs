@@ -68,6 +68,8 @@ fn options(o: &RunOptions, store: &Store) -> OpenOptions {
         expected_data_bytes: store.data_bytes,
         pg_url: o.pg_url.clone(),
         direct_reads: o.budget_mode == BudgetMode::Cgroup,
+        memory_limit_bytes: (o.budget_mode == BudgetMode::Cgroup)
+            .then_some(o.scale.budget_bytes + super::CGROUP_OVERHEAD_BYTES),
         absent_key_lookups: store.absent_key_lookups,
         etcd_endpoints: o.etcd_endpoints.clone(),
         read_consistency: o.read_consistency,
