@@ -75,8 +75,13 @@ fn ingest_and_sync_put_records_have_the_scales_counts_and_nothing_is_lost() -> T
                     "manifest_ingest_write",
                     &format!("r{readers}_{d}"),
                 )?;
-                // Two batches of one 10,000-sample shard each at the ci scale.
-                assert_eq!(write.ops, 20_000, "{write:?}");
+                // Batches of one 10,000-sample shard each, 2 to 20 at the ci scale: the
+                // writer goes on past two while a reader is still short of its operations
+                // (on a loaded machine, as when the whole test suite runs at once).
+                assert!(
+                    write.ops % 10_000 == 0 && (20_000..=200_000).contains(&write.ops),
+                    "{write:?}"
+                );
                 assert_eq!(write.threads, 1);
                 assert!(write.ns_per_op.min > 0.0);
                 assert!(write
