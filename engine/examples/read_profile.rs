@@ -23,6 +23,8 @@
 //! The pool budget is 16 MiB (`READ_PROFILE_CACHE_MIB` changes it) with asynchronous log durability, as in the harness; misses
 //! read as `READ_PROFILE_READS` says (mapped, the default, direct, buffered or shared),
 //! `READ_PROFILE_RESERVE=1` allocates the pool's buffers when the tree opens,
+//! `READ_PROFILE_PROBE=FILE` reads a random 4 KiB page of FILE with O_DIRECT after each
+//! get (outside its time) and prints the gets against those reads,
 //! `READ_PROFILE_FILTER` gives the stored-key filter's bits a key (default 0, none), and
 //! `READ_PROFILE_HELD_PAGES` the pages awaiting a checkpoint at which one starts (default
 //! the engine's, off; `off` never), and `READ_PROFILE_THREADS` the threads that share the
@@ -340,6 +342,10 @@ fn measure(tree: &Tree, op: &str, keys: &[Vec<u8>]) -> u64 {
     let mut sum = 0u64;
     let mut out = Vec::with_capacity(64);
     match op {
+        "get" | "get_answer" if std::env::var_os("READ_PROFILE_PROBE").is_some() => {
+            let probe = std::env::var_os("READ_PROFILE_PROBE").unwrap_or_default();
+            sum = gets_beside_probe(tree, keys, Path::new(&probe));
+        }
         "get" | "get_answer" => {
             for k in keys {
                 out.clear();
@@ -429,6 +435,50 @@ fn measure(tree: &Tree, op: &str, keys: &[Vec<u8>]) -> u64 {
         other => panic!("unknown op {other}"),
     }
     black_box(sum)
+}
+
+/// Gets of `keys`, each followed (outside its time) by one random 4 KiB O_DIRECT read of
+/// the file `probe`, as the harness reads its device probe beside gets past the budget:
+/// prints the mean get, the mean probe read, and their ratio. The file should be larger
+/// than any cache in front of the device and not in the page cache.
+fn gets_beside_probe(tree: &Tree, keys: &[Vec<u8>], probe: &Path) -> u64 {
+    use std::os::unix::fs::{FileExt as _, OpenOptionsExt as _};
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(probe)
+        .expect("open the probe file with O_DIRECT");
+    let pages = file.metadata().expect("probe size").len() / 4096;
+    assert!(pages > 0, "the probe file holds no 4 KiB page");
+    // A 4 KiB-aligned window of a larger buffer, as O_DIRECT needs.
+    let mut raw = vec![0u8; 8192];
+    let at = raw.as_ptr().align_offset(4096);
+    let page = &mut raw[at..at + 4096];
+    let mut rng = seeded(99);
+    let (mut get_ns, mut probe_ns, mut sum) = (0u128, 0u128, 0u64);
+    let mut out = Vec::with_capacity(64);
+    for k in keys {
+        out.clear();
+        let t = Instant::now();
+        let hit = tree
+            .get_with(k, |v| out.extend_from_slice(v))
+            .expect("get")
+            .is_some();
+        get_ns += t.elapsed().as_nanos();
+        sum += u64::from(hit) + out.len() as u64;
+        let offset = rng.random_range(0..pages) * 4096;
+        let t = Instant::now();
+        file.read_exact_at(page, offset).expect("probe read");
+        probe_ns += t.elapsed().as_nanos();
+    }
+    let n = keys.len().max(1) as f64;
+    println!(
+        "beside the probe: get {:.1} us, probe read {:.1} us, get / probe {:.3}",
+        get_ns as f64 / n / 1e3,
+        probe_ns as f64 / n / 1e3,
+        get_ns as f64 / probe_ns.max(1) as f64
+    );
+    sum
 }
 
 fn main() {
