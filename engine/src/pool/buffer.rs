@@ -53,7 +53,8 @@ pub struct PoolConfig {
     /// Allocates and touches a buffer for every page of the capacity when the pool is
     /// made, as a database server allocates its shared buffers at start: a miss on a pool
     /// that is still filling then takes a ready buffer instead of new memory, which the OS
-    /// supplies with a page fault per 4 KiB (about 4 us here, a tenth of a device read).
+    /// supplies with a page fault per 4 KiB (about 4 us here, a twentieth of a device
+    /// read).
     /// Ignored with shared images: their clean pages live in the OS page cache, and a
     /// reserve of copies beside it would be counted twice under one memory limit.
     pub reserve_buffers: bool,
@@ -89,8 +90,8 @@ pub struct BufferPool {
     spare: Mutex<Vec<Arc<Page>>>,
     spare_shared: Mutex<Vec<Arc<Page>>>,
     /// Owned spare pages kept at most: `SPARE_PAGES`, or with a reserve (see
-    /// [`PoolConfig::reserve_buffers`]) the capacity, so that every buffer of the reserve
-    /// comes back to it when its page is evicted.
+    /// [`PoolConfig::reserve_buffers`]) one more than the capacity, so that every buffer
+    /// of the reserve comes back to it when its page is evicted.
     spare_limit: AtomicUsize,
     /// The pool keeps a buffer ready for every page of its capacity.
     reserve: bool,

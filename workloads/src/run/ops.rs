@@ -410,3 +410,28 @@ pub fn walk500(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prepared_gets_are_the_keys_the_gets_would_have_drawn_in_order() {
+        let m = Manifest {
+            shards: 7,
+            per_shard: 1_000,
+        };
+        let mut ops = ManifestOps::new(m, "manifest", 42);
+        ops.prepare_gets(3);
+        ops.prepare_gets(2);
+        // What `ManifestRun::get` draws when nothing is prepared.
+        let mut rng = seeded(42);
+        let drawn: Vec<(u64, Vec<u8>)> = (0..5)
+            .map(|_| {
+                let n = rng.random_range(0..m.keys());
+                (n, m.nth_key(n))
+            })
+            .collect();
+        assert_eq!(ops.prepared_gets.iter().cloned().collect::<Vec<_>>(), drawn);
+    }
+}
