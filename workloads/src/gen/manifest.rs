@@ -28,7 +28,17 @@ impl Manifest {
 
     /// The key of sample `i` of shard `s`.
     pub fn key(s: u32, i: u32) -> Vec<u8> {
-        format!("ds/laion/shard-{s:05}/sample-{i:08}").into_bytes()
+        let mut key = Vec::with_capacity(KEY_LEN);
+        Self::key_into(s, i, &mut key);
+        key
+    }
+
+    /// [`Manifest::key`] written into `out` (cleared first), reusing its allocation.
+    fn key_into(s: u32, i: u32, out: &mut Vec<u8>) {
+        use std::io::Write as _;
+        out.clear();
+        // Writing into a Vec cannot fail.
+        let _ = write!(out, "ds/laion/shard-{s:05}/sample-{i:08}");
     }
 
     /// The prefix of shard `s` (with its trailing '/').
@@ -60,19 +70,14 @@ impl Manifest {
 
     /// The n-th key in ascending order.
     pub fn nth_key(&self, n: u64) -> Vec<u8> {
-        let mut key = Vec::new();
-        self.nth_key_into(n, &mut key);
-        key
+        let per = u64::from(self.per_shard);
+        Self::key((n / per) as u32, (n % per) as u32)
     }
 
     /// [`Manifest::nth_key`] written into `out` (cleared first), reusing its allocation.
     pub fn nth_key_into(&self, n: u64, out: &mut Vec<u8>) {
-        use std::io::Write as _;
         let per = u64::from(self.per_shard);
-        let (s, i) = ((n / per) as u32, (n % per) as u32);
-        out.clear();
-        // Writing into a Vec cannot fail.
-        let _ = write!(out, "ds/laion/shard-{s:05}/sample-{i:08}");
+        Self::key_into((n / per) as u32, (n % per) as u32, out);
     }
 }
 
