@@ -1,7 +1,9 @@
 //! Model-based test: random operation sequences against the tree and a BTreeMap, with a
 //! pool of 8 pages so that pages are evicted and read back all the time. Each case draws
 //! how page misses are read: copied out of the map, or shared in place with the page cache
-//! (`DataReads::Shared`, whose images stay valid only while no writer reuses their place).
+//! (`DataReads::Shared`, whose images stay valid only while no writer reuses their place),
+//! and whether a copying pool keeps a reserve of ready buffers (`reserve_cache`, whose
+//! buffers go round between eviction, misses and a writer's new pages).
 
 mod common;
 
@@ -140,10 +142,18 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
-fn open(dir: &std::path::Path, reads: DataReads) -> Tree {
+/// How a case's tree reads and keeps its pages.
+#[derive(Debug, Clone, Copy)]
+struct Mode {
+    reads: DataReads,
+    reserve: bool,
+}
+
+fn open(dir: &std::path::Path, mode: Mode) -> Tree {
     Tree::open(
         TreeConfig::new(dir)
-            .data_reads(reads)
+            .data_reads(mode.reads)
+            .reserve_cache(mode.reserve)
             .cache_bytes(8 * 4096)
             .frame_size(32 * 1024)
             .readahead_bytes(16 * 1024),
@@ -151,9 +161,9 @@ fn open(dir: &std::path::Path, reads: DataReads) -> Tree {
     .expect("open")
 }
 
-fn run(ops: Vec<Op>, reads: DataReads) -> Result<(), TestCaseError> {
+fn run(ops: Vec<Op>, mode: Mode) -> Result<(), TestCaseError> {
     let dir = tempfile::tempdir().map_err(|e| TestCaseError::fail(e.to_string()))?;
-    let mut tree = open(dir.path(), reads);
+    let mut tree = open(dir.path(), mode);
     let mut model: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
     for (n, op) in ops.into_iter().enumerate() {
         match op {
@@ -253,7 +263,7 @@ fn run(ops: Vec<Op>, reads: DataReads) -> Result<(), TestCaseError> {
             Op::Checkpoint => tree.checkpoint().expect("checkpoint"),
             Op::Reopen => {
                 drop(tree);
-                tree = open(dir.path(), reads);
+                tree = open(dir.path(), mode);
                 tree.check_integrity().expect("integrity after reopen");
             }
         }
@@ -280,8 +290,12 @@ proptest! {
     #[test]
     fn tree_matches_btreemap(
         ops in prop::collection::vec(op(), 1..250),
-        shared in any::<bool>(),
+        mode in prop_oneof![
+            Just(Mode { reads: DataReads::Mapped, reserve: false }),
+            Just(Mode { reads: DataReads::Mapped, reserve: true }),
+            Just(Mode { reads: DataReads::Shared, reserve: false }),
+        ],
     ) {
-        run(ops, if shared { DataReads::Shared } else { DataReads::Mapped })?;
+        run(ops, mode)?;
     }
 }
